@@ -1,0 +1,32 @@
+"""How a run is guarded: the ladder, the budgets, the stop policy and the executor's limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .events import StopPolicy
+from .executor import RetryPolicy
+from .guard.budget import Budgets
+from .guard.ladder import Ladder
+
+WRAP_UP_NUDGE = (
+    "You are repeating a call whose result you already have. Do not call it again: "
+    "use what you have gathered, call the finishing tool if there is one, or give your final answer."
+)
+WRAP_UP_REQUEST = "Stop calling tools now. Using only what you have gathered so far, give your final answer."
+CHECKLIST_DONE_REQUEST = "Every required step is done. Give your final answer to the user now, from the results above."
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    ladder: Ladder = field(default_factory=Ladder)
+    budgets: Budgets = field(default_factory=Budgets)
+    policy: StopPolicy = "degrade"
+    wrap_up: bool = True
+    """After a stop under `degrade`, ask once (no tools) for an answer from what was gathered."""
+    max_verify_retries: int = 3
+    max_parallel_tools: int = 4
+    tool_timeout: float | None = 60.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    nudge_text: str = WRAP_UP_NUDGE
+    phase: str = "tools"

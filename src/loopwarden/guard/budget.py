@@ -1,0 +1,58 @@
+"""Budgets: a fuse on steps, model calls, tokens, wall-clock time and cost, each with its
+own stop reason. They hold independently of the detectors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..events import Totals
+from ..models.base import Usage
+
+
+@dataclass(frozen=True)
+class Price:
+    """Price per million tokens, in any currency the user picks."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+
+    def cost(self, usage: Usage) -> float:
+        cached_rate = self.cached_input if self.cached_input is not None else self.input
+        fresh = max(usage.prompt_tokens - usage.cached_tokens, 0)
+        return (fresh * self.input + usage.cached_tokens * cached_rate + usage.completion_tokens * self.output) / 1e6
+
+
+@dataclass(frozen=True)
+class Budgets:
+    max_tool_rounds: int | None = 20
+    max_model_calls: int | None = 50
+    max_tokens: int | None = None
+    max_seconds: float | None = None
+    max_cost: float | None = None
+    prices: dict[str, Price] = field(default_factory=dict)
+
+    def cost_of(self, model: str, usage: Usage) -> float:
+        price = self.prices.get(model)
+        return price.cost(usage) if price else 0.0
+
+    def exhausted(self, totals: Totals, elapsed: float) -> tuple[str, str] | None:
+        """(stop_reason, message) for the first budget used up, checked before a model call."""
+        checks: list[tuple[float | None, float, str, str]] = [
+            (self.max_tool_rounds, totals.tool_rounds, "step_budget", "tool rounds"),
+            (self.max_model_calls, totals.model_calls, "model_call_budget", "model calls"),
+            (self.max_tokens, totals.total_tokens, "token_budget", "tokens"),
+            (self.max_seconds, elapsed, "time_budget", "seconds"),
+            (self.max_cost, totals.cost, "cost_budget", "cost"),
+        ]
+        for limit, used, reason, unit in checks:
+            if limit is not None and used >= limit:
+                return reason, f"budget exhausted: {used:g} of {limit:g} {unit} used"
+        return None
+
+    def remaining_seconds(self, elapsed: float) -> float | None:
+        return None if self.max_seconds is None else max(self.max_seconds - elapsed, 0.0)
+
+
+HARD_BUDGET_REASONS = frozenset({"model_call_budget", "token_budget", "time_budget", "cost_budget"})
+"""Budgets after which not even a wrap-up model call is made."""

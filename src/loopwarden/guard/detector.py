@@ -1,0 +1,30 @@
+"""The shape every loop detector shares: it watches calls, results and text, and answers
+with a `Finding` on the ladder (steer once, narrow, stop) or nothing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .ladder import Finding
+
+if TYPE_CHECKING:
+    from ..state import CallRecord, RunState
+
+
+class Detector:
+    """Base class: override only the hooks a detector needs. One instance serves one run."""
+
+    name: str = "detector"
+    stop_reason: str = "detector"
+
+    def on_calls(self, turn: int, records: list[CallRecord], state: RunState) -> Finding | None:
+        """After the model proposed this turn's calls, before any runs."""
+        return None
+
+    def on_results(self, turn: int, records: list[CallRecord], state: RunState) -> Finding | None:
+        """After this turn's calls have results (executed, cached or refused)."""
+        return None
+
+    def on_text(self, turn: int, text: str, tools_offered: bool, state: RunState) -> Finding | None:
+        """After a model reply with text (with or without calls)."""
+        return None

@@ -1,0 +1,45 @@
+"""Call fingerprints: tool name + canonical JSON of the full arguments.
+
+Canonical means sorted keys at every depth and no insignificant whitespace, so argument
+order never makes two calls look different, while any difference in value (an `offset`, a
+page number) always does. It never raises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, set | frozenset):
+        return sorted((_canonical(v) for v in value), key=repr)
+    return f"<{type(value).__qualname__}:{value!r}>"
+
+
+def canonical_json(arguments: Any) -> str:
+    """Canonical JSON of arguments; unserialisable values fall back to a stable repr."""
+    try:
+        return json.dumps(_canonical(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(repr(arguments))
+
+
+def fingerprint(tool_name: str, arguments: Any) -> str:
+    """The identity of a call: the same tool with the same arguments, at any key order."""
+    return f"{tool_name}:{canonical_json(arguments)}"
+
+
+def args_hash(arguments: Any) -> str:
+    """A short stable hash of the arguments, for events and traces."""
+    return hashlib.sha256(canonical_json(arguments).encode("utf-8", "surrogatepass")).hexdigest()[:16]

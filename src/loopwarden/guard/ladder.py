@@ -1,0 +1,44 @@
+"""The escalation ladder every detector answers with: steer once, narrow, stop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Rung(StrEnum):
+    NONE = "none"
+    NUDGE = "nudge"
+    NARROW = "narrow"
+    STOP = "stop"
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """Counts at which a detector steers, narrows and stops (1-based occurrence counts)."""
+
+    nudge_at: int = 3
+    narrow_at: int = 4
+    stop_at: int = 5
+
+    def rung(self, count: int) -> Rung:
+        if count >= self.stop_at:
+            return Rung.STOP
+        if count >= self.narrow_at:
+            return Rung.NARROW
+        if count >= self.nudge_at:
+            return Rung.NUDGE
+        return Rung.NONE
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a detector saw and the rung it asks for; turned into a verdict event by the loop."""
+
+    detector: str
+    rung: Rung
+    reason: str
+    stop_reason: str
+    evidence: list[str] = field(default_factory=list)
+    tools: frozenset[str] = frozenset()
+    count: int | None = None

@@ -1,0 +1,424 @@
+"""The loop: the model proposes, the guard decides, the executor runs, the state updates, the
+verifier decides, and every step is yielded as an event.
+
+    async for event in Agent(model, tools).stream("question"):
+        ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import CHECKLIST_DONE_REQUEST, WRAP_UP_REQUEST, LoopConfig
+from .events import (
+    Event,
+    EventStamper,
+    GuardVerdict,
+    ModelCalled,
+    ModelFailed,
+    NudgeInjected,
+    PhaseEnded,
+    RunFinished,
+    RunStarted,
+    Status,
+    ToolCallProposed,
+    ToolResultEvent,
+    Totals,
+)
+from .executor import Executor
+from .guard.budget import HARD_BUDGET_REASONS
+from .guard.detector import Detector
+from .guard.fingerprint import args_hash
+from .guard.ladder import Finding, Rung
+from .guard.repeat import RepeatGuard
+from .models.base import Message, Model, ModelError, ModelReply, ModelRequest, ToolChoice
+from .proposals import Proposal, ProposalChecker
+from .state import Checklist, ChecklistItem, RunState
+from .tools import ToolLike, ToolRegistry
+from .verify import Verifier, first_failure, reinforcement
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    status: Status
+    stop_reason: str
+    output: Any
+    totals: Totals
+    events: list[Event]
+    messages: list[Message]
+    state: RunState
+
+
+class _Stop(Exception):
+    """Ends the tool phase; `event` (a verdict or a model error) is yielded before the ending."""
+
+    def __init__(self, reason: str, message: str, *, hard: bool = False, event: Event | None = None) -> None:
+        super().__init__(message)
+        self.reason, self.message, self.hard, self.event = reason, message, hard, event
+
+
+@dataclass
+class Agent:
+    model: Model
+    tools: ToolRegistry | Iterable[ToolLike] = ()
+    system: str | None = None
+    config: LoopConfig = field(default_factory=LoopConfig)
+    checklist: Sequence[ChecklistItem] = ()
+    verifiers: Sequence[Verifier] = ()
+    detectors: Sequence[type[Detector]] = ()
+    principal_roles: frozenset[str] | None = None
+    offered: Sequence[str] | None = None
+    """Names of the tools offered each turn; all registered tools when None."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tools, ToolRegistry):
+            self.tools = ToolRegistry(self.tools)
+
+    @property
+    def registry(self) -> ToolRegistry:
+        assert isinstance(self.tools, ToolRegistry)
+        return self.tools
+
+    def stream(self, prompt: str | list[Message], *, run_id: str | None = None) -> AsyncIterator[Event]:
+        return _Run(self, prompt, run_id or uuid.uuid4().hex).events()
+
+    async def run(self, prompt: str | list[Message], *, run_id: str | None = None) -> RunResult:
+        run = _Run(self, prompt, run_id or uuid.uuid4().hex)
+        events = [event async for event in run.events()]
+        last = events[-1]
+        assert isinstance(last, RunFinished)
+        return RunResult(
+            run.run_id,
+            last.status,
+            last.stop_reason,
+            last.output,
+            last.totals,
+            events,
+            run.messages,
+            run.state,
+        )
+
+    def run_sync(self, prompt: str | list[Message], *, run_id: str | None = None) -> RunResult:
+        return asyncio.run(self.run(prompt, run_id=run_id))
+
+
+class _Run:
+    def __init__(self, agent: Agent, prompt: str | list[Message], run_id: str) -> None:
+        self.agent, self.config, self.run_id = agent, agent.config, run_id
+        self.stamp = EventStamper(run_id)
+        self.totals = Totals()
+        self.state = RunState(checklist=Checklist(agent.checklist) if agent.checklist else None)
+        self.repeats = RepeatGuard(self.config.ladder)
+        self.detectors = [make() for make in agent.detectors]
+        self.checker = ProposalChecker(agent.registry, self.repeats, agent.principal_roles)
+        self.executor = Executor(
+            retry=self.config.retry,
+            default_timeout=self.config.tool_timeout,
+            max_parallel=self.config.max_parallel_tools,
+        )
+        self.prompt = prompt if isinstance(prompt, str) else json.dumps(prompt)[:2000]
+        self.messages: list[Message] = [{"role": "system", "content": agent.system}] if agent.system else []
+        self.messages += [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        self.offered = list(agent.offered if agent.offered is not None else agent.registry.names())
+        self.turn = 0
+        self.done = False
+        self.turn_findings: list[Finding] = []
+        self.nudged: set[str] = set()
+        self.narrowed: set[str] = set()
+        self.forced_choice: ToolChoice | None = None
+        self.started = time.monotonic()
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    async def events(self) -> AsyncIterator[Event]:
+        yield self.stamp(
+            RunStarted,
+            input=self.prompt,
+            tools=self.offered,
+            model=self.agent.model.name,
+            policy=self.config.policy,
+        )
+        try:
+            async for event in self._tool_phase():
+                yield event
+        except _Stop as stop:
+            async for event in self._after_stop(stop):
+                yield event
+
+    async def _tool_phase(self) -> AsyncIterator[Event]:
+        while True:
+            self._check_budgets()
+            reply = await self._call_model(self._offered_now(), self._choice_now())
+            yield self._model_event(reply)
+            async for event in self._on_text(reply):
+                yield event
+            if not reply.tool_calls:
+                async for event in self._finish_with_answer(reply, "final_answer"):
+                    yield event
+                return
+            self.totals.tool_rounds += 1
+            self.messages.append(reply.assistant_message())
+            async for event in self._run_calls(reply):
+                yield event
+            if self.done:
+                return
+
+    async def _run_calls(self, reply: ModelReply) -> AsyncIterator[Event]:
+        self.turn_findings = []
+        offered = set(self._offered_now())
+        self.narrowed, self.forced_choice = set(), None
+        proposals = [self.checker.check(call, self.turn, offered) for call in reply.tool_calls]
+        for p in proposals:
+            self.totals.tool_calls_proposed += 1
+            yield self.stamp(
+                ToolCallProposed,
+                turn=self.turn,
+                call_id=p.call.id,
+                tool=p.call.name,
+                arguments=p.arguments,
+                args_hash=args_hash(p.arguments),
+            )
+            yield self._verdict_event(p)
+        self._observe("on_calls", [p.record for p in proposals])
+        await self._execute([p for p in proposals if p.runnable])
+        for p in proposals:
+            assert p.result is not None
+            self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": p.result.to_model_content()})
+            self.state.add(p.record)
+            yield self.stamp(ToolResultEvent, turn=self.turn, **p.result_fields())
+        self._observe("on_results", [p.record for p in proposals])
+        async for event in self._after_calls(proposals):
+            yield event
+
+    async def _after_calls(self, proposals: list[Proposal]) -> AsyncIterator[Event]:
+        terminal = next((p for p in proposals if p.tool and p.tool.terminal and p.result and p.result.ok), None)
+        stopped = next((p for p in proposals if p.decision.action == "stopped"), None)
+        if stopped is not None:
+            self.turn_findings.insert(0, stopped.finding(self.config.ladder.stop_at))
+        elif terminal is not None:
+            assert terminal.result is not None
+            output = terminal.result.data if terminal.result.data is not None else terminal.arguments
+            yield self._phase_event("terminal_tool", "completed", f"{terminal.call.name} ended the phase")
+            yield self._finished("completed", "terminal_tool", output)
+            self.done = True
+            return
+        elif self.state.checklist is not None and self.state.checklist.complete:
+            yield self._phase_event("checklist_complete", "completed", "every required checklist item is done")
+            async for event in self._final_answer(CHECKLIST_DONE_REQUEST, "checklist_complete", "completed"):
+                yield event
+            self.done = True
+            return
+        for p in proposals:
+            if p.decision.action in ("nudge", "narrowed") and p.tool is not None:
+                rung = Rung.NUDGE if p.decision.action == "nudge" else Rung.NARROW
+                self.turn_findings.append(p.finding(p.decision.count, rung))
+        for event in self._apply_findings():
+            yield event
+
+    # -- findings: steer once, narrow, stop ----------------------------------------------------
+
+    def _observe(self, hook: str, records: list[Any]) -> None:
+        for detector in self.detectors:
+            finding = getattr(detector, hook)(self.turn, records, self.state)
+            if finding is not None:
+                self.turn_findings.append(finding)
+
+    def _apply_findings(self) -> Iterator[Event]:
+        findings, self.turn_findings = self.turn_findings, []
+        for finding in findings:
+            if finding.detector != "repeated_call":  # its verdicts were told per call already
+                yield self._finding_event(finding)
+            if finding.rung == Rung.STOP:
+                raise _Stop(finding.stop_reason, finding.reason)
+            if finding.rung == Rung.NARROW:
+                self._narrow(finding)
+            if finding.rung in (Rung.NUDGE, Rung.NARROW) and finding.detector not in self.nudged:
+                self.nudged.add(finding.detector)
+                self.messages.append({"role": "user", "content": self.config.nudge_text})
+                yield self.stamp(NudgeInjected, turn=self.turn, detector=finding.detector, text=self.config.nudge_text)
+
+    def _narrow(self, finding: Finding) -> None:
+        terminal = next((t for t in self.agent.registry if t.terminal and t.wire_name in self.offered), None)
+        if terminal is not None:
+            self.forced_choice = {"type": "function", "function": {"name": terminal.wire_name}}
+        else:
+            self.narrowed |= set(finding.tools)
+
+    async def _on_text(self, reply: ModelReply) -> AsyncIterator[Event]:
+        if not reply.text:
+            return
+        self.state.texts.append(reply.text)
+        self.turn_findings = []
+        for detector in self.detectors:
+            finding = detector.on_text(self.turn, reply.text, bool(self._offered_now()), self.state)
+            if finding is not None:
+                self.turn_findings.append(finding)
+        for event in self._apply_findings():
+            yield event
+
+    # -- ending ----------------------------------------------------------------------------------
+
+    async def _after_stop(self, stop: _Stop) -> AsyncIterator[Event]:
+        if stop.event is not None:
+            yield stop.event
+        policy = self.config.policy
+        status: Status = "failed" if policy == "fail" else "paused" if policy == "handoff" else "degraded"
+        yield self._phase_event(stop.reason, status, stop.message)
+        hard = stop.hard or stop.reason in HARD_BUDGET_REASONS
+        if status == "degraded" and self.config.wrap_up and not hard:
+            async for event in self._final_answer(WRAP_UP_REQUEST, stop.reason, status):
+                yield event
+            return
+        yield self._finished(status, stop.reason, None)
+
+    async def _final_answer(self, request: str, stop_reason: str, status: Status) -> AsyncIterator[Event]:
+        """One more model call with no tools offered; its text is the run's output."""
+        self.messages.append({"role": "user", "content": request})
+        try:
+            reply = await self._call_model([], None)
+        except _Stop as stop:
+            if stop.event is not None:
+                yield stop.event
+            yield self._finished(status, stop_reason, None, note=stop.message)
+            return
+        yield self._model_event(reply)
+        if reply.tool_calls:
+            yield self.stamp(
+                GuardVerdict,
+                turn=self.turn,
+                detector="no_tools_phase",
+                action="refused",
+                reason="tool calls proposed when no tools were offered; ignored",
+                evidence=[c.name for c in reply.tool_calls],
+            )
+        async for event in self._finish_with_answer(reply, stop_reason, status):
+            yield event
+
+    async def _finish_with_answer(
+        self, reply: ModelReply, stop_reason: str, status: Status = "completed"
+    ) -> AsyncIterator[Event]:
+        text = reply.text or ""
+        for _ in range(self.config.max_verify_retries):
+            problem = first_failure(list(self.agent.verifiers), text)
+            if problem is None:
+                break
+            yield self.stamp(GuardVerdict, turn=self.turn, detector="verifier", action="refused", reason=problem)
+            self.messages += [
+                {"role": "assistant", "content": text},
+                {"role": "user", "content": reinforcement(problem)},
+            ]
+            try:
+                reply = await self._call_model([], None)
+            except _Stop as stop:
+                if stop.event is not None:
+                    yield stop.event
+                yield self._finished("failed", stop.reason, None, note=stop.message)
+                return
+            yield self._model_event(reply)
+            text = reply.text or ""
+        else:
+            if first_failure(list(self.agent.verifiers), text) is not None:
+                yield self._finished("failed", "verifier_failed", text)
+                return
+        self.messages.append({"role": "assistant", "content": text})
+        yield self._finished(status, stop_reason, text)
+
+    # -- model calls and budgets -----------------------------------------------------------------
+
+    def _check_budgets(self) -> None:
+        spent = self.config.budgets.exhausted(self.totals, time.monotonic() - self.started)
+        if spent is not None:
+            raise _Stop(*spent)
+
+    async def _call_model(self, tool_names: list[str], choice: ToolChoice | None) -> ModelReply:
+        self.turn += 1
+        request = ModelRequest(
+            messages=list(self.messages),
+            tools=self.agent.registry.openai_tools(tool_names),
+            tool_choice=choice if tool_names else None,
+        )
+        remaining = self.config.budgets.remaining_seconds(time.monotonic() - self.started)
+        began = time.perf_counter()
+        try:
+            async with asyncio.timeout(remaining):
+                reply = await self.agent.model.complete(request)
+        except TimeoutError:
+            raise _Stop("time_budget", "wall-clock budget ran out during a model call", hard=True) from None
+        except ModelError as error:
+            failed = self.stamp(
+                ModelFailed, turn=self.turn, kind=error.kind, message=error.message, retryable=error.retryable
+            )
+            raise _Stop("model_error", f"{error.kind}: {error.message}", hard=True, event=failed) from None
+        self.last_call_ms = (time.perf_counter() - began) * 1000
+        self.last_offered, self.last_choice = tool_names, request.tool_choice
+        self.totals.model_calls += 1
+        self.totals.add_usage(reply.usage)
+        self.totals.cost += self.config.budgets.cost_of(self.agent.model.name, reply.usage)
+        return reply
+
+    def _offered_now(self) -> list[str]:
+        return [name for name in self.offered if name not in self.narrowed]
+
+    def _choice_now(self) -> ToolChoice | None:
+        return self.forced_choice or "auto"
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def _model_event(self, reply: ModelReply) -> Event:
+        return self.stamp(
+            ModelCalled,
+            turn=self.turn,
+            model=reply.model or self.agent.model.name,
+            tools_offered=self.last_offered,
+            n_tools_offered=len(self.last_offered),
+            tool_choice=self.last_choice,
+            usage=reply.usage,
+            text=reply.text,
+            n_tool_calls=len(reply.tool_calls),
+            duration_ms=self.last_call_ms,
+        )
+
+    def _verdict_event(self, p: Proposal) -> Event:
+        return self.stamp(GuardVerdict, turn=self.turn, call_id=p.call.id, tool=p.call.name, **p.verdict_fields())
+
+    def _finding_event(self, finding: Finding) -> Event:
+        action = {Rung.NUDGE: "nudge", Rung.NARROW: "narrowed", Rung.STOP: "stopped"}.get(finding.rung, "allow")
+        return self.stamp(
+            GuardVerdict,
+            turn=self.turn,
+            detector=finding.detector,
+            action=action,
+            reason=finding.reason,
+            evidence=finding.evidence,
+            count=finding.count,
+        )
+
+    def _phase_event(self, reason: str, status: Status, message: str) -> Event:
+        return self.stamp(
+            PhaseEnded,
+            phase=self.config.phase,
+            stop_reason=reason,
+            policy=self.config.policy,
+            status=status,
+            message=message,
+        )
+
+    def _finished(self, status: Status, reason: str, output: Any, note: str = "") -> Event:
+        self.totals.duration_s = time.monotonic() - self.started
+        self.totals.duplicates_avoided = self.checker.duplicates_avoided
+        return self.stamp(RunFinished, status=status, stop_reason=reason, output=output, totals=self.totals)
+
+    async def _execute(self, runnable: list[Proposal]) -> None:
+        executions = await self.executor.run_many([(p.tool, p.validated) for p in runnable])  # type: ignore[misc]
+        for p, execution in zip(runnable, executions, strict=True):
+            p.set_execution(execution)
+            self.totals.tool_executions += 1
+            assert p.tool is not None
+            self.repeats.record(p.fingerprint, p.tool, execution.result, self.turn)

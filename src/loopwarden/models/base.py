@@ -1,0 +1,88 @@
+"""The one small protocol between the runtime and any model: OpenAI chat format in,
+text and/or tool calls plus usage out."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Message = dict[str, Any]
+"""One OpenAI chat message (`role`, `content`, `tool_calls`, `tool_call_id`, ...)."""
+
+ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+        )
+
+
+class ToolCall(BaseModel):
+    """A call the model proposes. `arguments` is the raw JSON text, parsed by the runtime."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class ModelRequest(BaseModel):
+    messages: list[Message]
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tool_choice: ToolChoice | None = None
+    tier: Literal["cheap", "main"] = "cheap"
+
+
+class ModelReply(BaseModel):
+    text: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    model: str | None = None
+
+    def assistant_message(self) -> Message:
+        """The assistant message to append to the history, in OpenAI format."""
+        message: Message = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        if self.reasoning is not None:
+            message["reasoning_content"] = self.reasoning
+        return message
+
+
+class ModelError(Exception):
+    """A model call that failed after the client's own retries; `kind` says how."""
+
+    def __init__(self, kind: str, message: str, *, retryable: bool = False, status: int | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retryable = retryable
+        self.status = status
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that can answer a chat request. `name` is recorded in events and prices."""
+
+    name: str
+
+    async def complete(self, request: ModelRequest) -> ModelReply: ...

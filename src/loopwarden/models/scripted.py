@@ -1,0 +1,93 @@
+"""Deterministic models for tests and examples: the only stand-ins for an LLM."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from itertools import count
+from typing import Any
+
+from .base import ModelError, ModelReply, ModelRequest, ToolCall, Usage
+
+ReplyLike = ModelReply | str | ToolCall | list[ToolCall] | Exception
+
+_call_ids = count(1)
+
+
+def call(name: str, arguments: dict[str, Any] | str | None = None, *, id: str | None = None) -> ToolCall:
+    """A tool call for a script; arguments as a dict (serialised) or raw text (kept as is)."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+    return ToolCall(id=id or f"call_{next(_call_ids)}", name=name, arguments=raw)
+
+
+def as_reply(item: ReplyLike, usage: Usage | None = None) -> ModelReply:
+    if isinstance(item, ModelReply):
+        return item
+    usage = usage or Usage(prompt_tokens=10, completion_tokens=5)
+    if isinstance(item, str):
+        return ModelReply(text=item, usage=usage, finish_reason="stop")
+    if isinstance(item, ToolCall):
+        return ModelReply(tool_calls=[_fresh_id(item)], usage=usage, finish_reason="tool_calls")
+    if isinstance(item, list):
+        return ModelReply(tool_calls=[_fresh_id(c) for c in item], usage=usage, finish_reason="tool_calls")
+    raise TypeError(f"cannot turn {type(item).__name__} into a model reply")
+
+
+def _fresh_id(tool_call: ToolCall) -> ToolCall:
+    # A script may reuse one ToolCall object many times; each proposal needs its own id.
+    return tool_call.model_copy(update={"id": f"call_{next(_call_ids)}"})
+
+
+class ScriptedModel:
+    """Answers from a queue of replies and records every request it received."""
+
+    def __init__(self, replies: Iterable[ReplyLike], *, name: str = "scripted", usage: Usage | None = None):
+        self.name = name
+        self._replies: deque[ReplyLike] = deque(replies)
+        self._usage = usage
+        self.requests: list[ModelRequest] = []
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        if not self._replies:
+            raise ModelError("script_exhausted", "ScriptedModel has no replies left")
+        item = self._replies.popleft()
+        if isinstance(item, Exception):
+            raise item
+        return as_reply(item, self._usage)
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+
+ReplyFunction = Callable[[ModelRequest], ReplyLike | Awaitable[ReplyLike]]
+
+
+class FunctionModel:
+    """A function of the request decides the reply (sync or async)."""
+
+    def __init__(self, function: ReplyFunction, *, name: str = "function", usage: Usage | None = None):
+        self.name = name
+        self._function = function
+        self._usage = usage
+        self.requests: list[ModelRequest] = []
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        item = self._function(request)
+        if inspect.isawaitable(item):
+            item = await item
+        if isinstance(item, Exception):
+            raise item
+        return as_reply(item, self._usage)
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+
+def offered_tool_names(request: ModelRequest) -> list[str]:
+    return [t["function"]["name"] for t in request.tools]

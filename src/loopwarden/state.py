@@ -1,0 +1,81 @@
+"""Run state: what has been called, what came back, and the checklist that says when the
+work is done. Checklist items are marked from tool results by a declared mapping, never by
+the model's say-so."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .tools import ToolResult
+
+ItemPredicate = Callable[[Any, ToolResult], bool]
+"""(arguments, result) -> whether this result completes the item."""
+
+
+@dataclass
+class CallRecord:
+    turn: int
+    call_id: str
+    tool: str
+    arguments: Any
+    fingerprint: str
+    result: ToolResult | None = None
+    executed: bool = False
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class ChecklistItem:
+    """Done when `tool` returns an ok result (and `when`, if given, accepts it)."""
+
+    name: str
+    tool: str
+    when: ItemPredicate | None = None
+    required: bool = True
+
+    def satisfied_by(self, record: CallRecord) -> bool:
+        result = record.result
+        if result is None or not result.ok or record.tool != self.tool:
+            return False
+        return self.when is None or self.when(record.arguments, result)
+
+
+class Checklist:
+    def __init__(self, items: Iterable[ChecklistItem]) -> None:
+        self.items = list(items)
+        self.done: dict[str, int] = {}  # item name -> turn it was done
+
+    def update(self, record: CallRecord) -> list[str]:
+        """Mark items this record satisfies; return the names newly done."""
+        newly = [item.name for item in self.items if item.name not in self.done and item.satisfied_by(record)]
+        for name in newly:
+            self.done[name] = record.turn
+        return newly
+
+    @property
+    def required(self) -> list[str]:
+        return [item.name for item in self.items if item.required]
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.items) and all(name in self.done for name in self.required)
+
+    def snapshot(self) -> dict[str, bool]:
+        return {item.name: item.name in self.done for item in self.items}
+
+
+@dataclass
+class RunState:
+    checklist: Checklist | None = None
+    records: list[CallRecord] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    """Free room for detectors and applications; keyed by their name."""
+
+    def add(self, record: CallRecord) -> list[str]:
+        self.records.append(record)
+        if self.checklist is None:
+            return []
+        return self.checklist.update(record)

@@ -1,0 +1,285 @@
+"""Declaring tools: a typed Python function becomes a tool with a JSON Schema, and every
+outcome of running it becomes a `ToolResult` the model can read."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+SideEffect = Literal["read", "write"]
+
+# OpenAI function names allow [a-zA-Z0-9_-]; a namespace separator '.' is sent as '__'.
+WIRE_NAMESPACE_SEP = "__"
+
+
+class ToolResult(BaseModel):
+    """The structured outcome of one tool call; what the model sees."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ok: bool
+    data: Any = None
+    error_type: str | None = None
+    retryable: bool = False
+    user_action: str | None = None
+    message: str | None = None
+
+    @classmethod
+    def success(cls, data: Any = None, message: str | None = None) -> ToolResult:
+        return cls(ok=True, data=data, message=message)
+
+    @classmethod
+    def failure(
+        cls,
+        error_type: str,
+        message: str,
+        *,
+        retryable: bool = False,
+        user_action: str | None = None,
+        data: Any = None,
+    ) -> ToolResult:
+        return cls(
+            ok=False,
+            error_type=error_type,
+            message=message,
+            retryable=retryable,
+            user_action=user_action,
+            data=data,
+        )
+
+    def to_model_content(self) -> str:
+        """The tool message content: compact JSON, only the fields that say something."""
+        payload = self.model_dump(exclude_none=True)
+        if self.ok:
+            payload.pop("retryable", None)
+        return json.dumps(payload, ensure_ascii=False, default=str)
+
+
+ResultParser = Callable[[Any], "ToolResult | None"]
+"""Turns a tool's raw return value into a failure when it is one in disguise; None = success."""
+
+
+def business_failure(data: Any) -> ToolResult | None:
+    """Default result parser: failures returned as data (an HTTP 200 with an error body)."""
+    if not isinstance(data, dict):
+        return None
+    for flag in ("success", "ok"):
+        if data.get(flag) is False:
+            code = data.get("code") or data.get("error_code") or data.get("error") or "business_error"
+            message = data.get("message") or data.get("msg") or data.get("error") or f"{flag}=false"
+            return ToolResult.failure(str(code), str(message), data=data)
+    status = data.get("status")
+    if isinstance(status, str) and status.lower() in {"error", "failed", "failure"}:
+        message = data.get("message") or data.get("error") or f"status={status}"
+        return ToolResult.failure(str(data.get("code") or "business_error"), str(message), data=data)
+    status_code = data.get("status_code")
+    if isinstance(status_code, int) and status_code >= 400:
+        retryable = status_code == 429 or status_code >= 500
+        message = data.get("message") or data.get("error") or f"HTTP {status_code}"
+        return ToolResult.failure(f"http_{status_code}", str(message), retryable=retryable, data=data)
+    return None
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A callable the model may propose, with the flags the runtime needs to guard it."""
+
+    name: str
+    description: str
+    fn: Callable[..., Any]
+    args_model: type[BaseModel]
+    namespace: str | None = None
+    terminal: bool = False
+    repeatable: bool = False
+    side_effect: SideEffect = "read"
+    result_parser: ResultParser | None = business_failure
+    timeout: float | None = None
+    roles: frozenset[str] | None = None
+    requires_approval: bool = False
+    is_async: bool = field(default=False)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.namespace}.{self.name}" if self.namespace else self.name
+
+    @property
+    def wire_name(self) -> str:
+        return self.qualified_name.replace(".", WIRE_NAMESPACE_SEP)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            if isinstance(prop, dict):
+                prop.pop("title", None)
+        return schema
+
+    def openai_schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.wire_name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    async def call(self, arguments: BaseModel) -> Any:
+        """Run the function with validated arguments; sync functions run in a worker thread."""
+        kwargs = {name: getattr(arguments, name) for name in type(arguments).model_fields}
+        if self.is_async:
+            return await self.fn(**kwargs)
+        import asyncio
+
+        return await asyncio.to_thread(self.fn, **kwargs)
+
+    def to_result(self, raw: Any) -> ToolResult:
+        if isinstance(raw, ToolResult):
+            return raw
+        if self.result_parser is not None:
+            failure = self.result_parser(raw)
+            if failure is not None:
+                return failure
+        return ToolResult.success(raw)
+
+
+_ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$", re.MULTILINE)
+_ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
+
+
+def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Description = text before an `Args:` section; argument help from that section."""
+    if not doc:
+        return "", {}
+    doc = inspect.cleandoc(doc)
+    match = _ARGS_SECTION.search(doc)
+    if not match:
+        return doc.strip(), {}
+    description = doc[: match.start()].strip()
+    arg_help: dict[str, str] = {}
+    for line in doc[match.end() :].splitlines():
+        arg = _ARG_LINE.match("  " + line if not line.startswith(" ") else line)
+        if arg:
+            arg_help[arg.group(1)] = arg.group(2).strip()
+    return description, arg_help
+
+
+def _args_model(fn: Callable[..., Any], name: str, arg_help: dict[str, str]) -> type[BaseModel]:
+    hints = get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        help_text = arg_help.get(param.name)
+        fields[param.name] = (annotation, Field(default, description=help_text))
+    model_name = "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name)) + "Args"
+    model: type[BaseModel] = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
+    return model
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    namespace: str | None = None,
+    description: str | None = None,
+    terminal: bool = False,
+    repeatable: bool = False,
+    side_effect: SideEffect = "read",
+    result_parser: ResultParser | None = business_failure,
+    timeout: float | None = None,
+    roles: Iterable[str] | None = None,
+    requires_approval: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    namespace: str | None = None,
+    description: str | None = None,
+    terminal: bool = False,
+    repeatable: bool = False,
+    side_effect: SideEffect = "read",
+    result_parser: ResultParser | None = business_failure,
+    timeout: float | None = None,
+    roles: Iterable[str] | None = None,
+    requires_approval: bool = False,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Declare a tool from a typed function (sync or async); usable bare or with options."""
+
+    def build(func: Callable[..., Any]) -> Tool:
+        tool_name = name or func.__name__
+        doc_description, arg_help = _parse_docstring(func.__doc__)
+        return Tool(
+            name=tool_name,
+            description=description or doc_description or tool_name,
+            fn=func,
+            args_model=_args_model(func, tool_name, arg_help),
+            namespace=namespace,
+            terminal=terminal,
+            repeatable=repeatable,
+            side_effect=side_effect,
+            result_parser=result_parser,
+            timeout=timeout,
+            roles=frozenset(roles) if roles is not None else None,
+            requires_approval=requires_approval,
+            is_async=inspect.iscoroutinefunction(func),
+        )
+
+    if fn is not None:
+        return build(fn)
+    return build
+
+
+ToolLike = Tool | Callable[..., Any] | Callable[..., Awaitable[Any]]
+
+
+class ToolRegistry:
+    """The tools a run may know about, looked up by qualified or wire name."""
+
+    def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            self.add(item)
+
+    def add(self, item: ToolLike) -> Tool:
+        declared = item if isinstance(item, Tool) else tool(item)
+        if declared.qualified_name in self._tools:
+            raise ValueError(f"tool {declared.qualified_name!r} is already registered")
+        self._tools[declared.qualified_name] = declared
+        return declared
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name.replace(WIRE_NAMESPACE_SEP, "."))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def openai_tools(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """The OpenAI-style `tools=[...]` list, for all tools or the named subset in order."""
+        if names is None:
+            return [t.openai_schema() for t in self._tools.values()]
+        return [t.openai_schema() for n in names if (t := self.get(n)) is not None]
