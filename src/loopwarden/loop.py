@@ -86,8 +86,13 @@ class Agent:
         assert isinstance(self.tools, ToolRegistry)
         return self.tools
 
-    def stream(self, prompt: str | list[Message], *, run_id: str | None = None) -> AsyncIterator[Event]:
-        return _Run(self, prompt, run_id or uuid.uuid4().hex).events()
+    def stream(
+        self, prompt: str | list[Message], *, run_id: str | None = None, stamper: EventStamper | None = None
+    ) -> AsyncIterator[Event]:
+        """Run and yield events. Pass a `stamper` to number this run's events within a larger
+        sequence (a pipeline running several phases under one run id)."""
+        run_id = stamper.run_id if stamper else run_id or uuid.uuid4().hex
+        return _Run(self, prompt, run_id, stamper).events()
 
     async def run(self, prompt: str | list[Message], *, run_id: str | None = None) -> RunResult:
         run = _Run(self, prompt, run_id or uuid.uuid4().hex)
@@ -110,9 +115,11 @@ class Agent:
 
 
 class _Run:
-    def __init__(self, agent: Agent, prompt: str | list[Message], run_id: str) -> None:
+    def __init__(
+        self, agent: Agent, prompt: str | list[Message], run_id: str, stamper: EventStamper | None = None
+    ) -> None:
         self.agent, self.config, self.run_id = agent, agent.config, run_id
-        self.stamp = EventStamper(run_id)
+        self.stamp = stamper or EventStamper(run_id)
         self.totals = Totals()
         self.state = RunState(checklist=Checklist(agent.checklist) if agent.checklist else None)
         self.repeats = RepeatGuard(self.config.ladder)

@@ -59,8 +59,12 @@ def describe(console: Console, title: str, result: RunResult) -> None:
         table.add_column(column)
     t = result.totals
     table.add_row(
-        result.status, result.stop_reason, str(t.model_calls), str(t.tool_executions),
-        str(t.duplicates_avoided), str(result.output),
+        result.status,
+        result.stop_reason,
+        str(t.model_calls),
+        str(t.tool_executions),
+        str(t.duplicates_avoided),
+        str(result.output),
     )
     console.print(table)
 
