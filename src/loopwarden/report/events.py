@@ -1,0 +1,76 @@
+"""Report-run events: subclasses of `loopwarden.events.Event`, so `parse_event` reads them back
+once this module is imported. Each part of the report agent adds the classes it needs here."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ..events import Event, Totals
+from .record import ExplorationRecord
+
+MilestoneState = Literal["started", "done", "skipped"]
+ReportStatus = Literal["completed", "degraded", "failed", "cancelled"]
+
+
+class Milestone(Event):
+    type: Literal["milestone"] = "milestone"
+    index: int
+    total: int
+    stage: str
+    state: MilestoneState
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScanDone(Event):
+    """The zero-LLM scan of the data folder; `scan` is a `ScanResult` dump."""
+
+    type: Literal["scan_done"] = "scan_done"
+    scan: dict[str, Any]
+
+
+class IsolationProbed(Event):
+    """Which OS isolation layers the figure sandbox found; whether figures are on."""
+
+    type: Literal["isolation_probed"] = "isolation_probed"
+    landlock_abi: int | None = None
+    seccomp: bool = False
+    bwrap: bool = False
+    layer: str | None = None
+    figures_enabled: bool = False
+    message: str = ""
+
+
+class ExplorationCutOff(Event):
+    """The exploration phase was stopped by a detector or budget; the run goes on (or fails
+    under --strict) with what was read."""
+
+    type: Literal["exploration_cut_off"] = "exploration_cut_off"
+    stop_reason: str
+    message: str
+    strict: bool = False
+
+
+class FigureMade(Event):
+    type: Literal["figure_made"] = "figure_made"
+    path: str
+    caption: str
+    ok: bool = True
+    message: str = ""
+
+
+class ExplorationDone(Event):
+    type: Literal["exploration_done"] = "exploration_done"
+    record: ExplorationRecord
+
+
+class ReportFinished(Event):
+    """The LAST event of every report run, success or not."""
+
+    type: Literal["report_finished"] = "report_finished"
+    status: ReportStatus
+    stop_reasons: list[str] = Field(default_factory=list)
+    totals: Totals = Field(default_factory=Totals)
+    outputs: dict[str, str] = Field(default_factory=dict)
+    message: str = ""

@@ -1,0 +1,61 @@
+"""The structured record the exploration phase leaves for the writing phase."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+CoverageStatus = Literal["read", "partial", "skipped", "unread"]
+
+
+class FigureRecord(BaseModel):
+    path: str
+    """Relative to the run's out_dir, e.g. figures/field_scan.png."""
+    caption: str
+    source_files: list[str] = Field(default_factory=list)
+    code: str = ""
+
+
+class TableProfile(BaseModel):
+    path: str
+    rows: int
+    columns: list[str]
+    numeric_summary: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """column -> {count, mean, std, min, max, ...}."""
+
+
+class CoverageEntry(BaseModel):
+    path: str
+    status: CoverageStatus = "unread"
+    chars_read: int = 0
+    total_chars: int | None = None
+    reason: str = ""
+
+
+class CoverageLedger(BaseModel):
+    """Which files were read, how much of each, which were skipped and why."""
+
+    files: list[CoverageEntry] = Field(default_factory=list)
+
+    def entry(self, path: str) -> CoverageEntry | None:
+        return next((e for e in self.files if e.path == path), None)
+
+    def by_status(self, status: CoverageStatus) -> list[str]:
+        return [e.path for e in self.files if e.status == status]
+
+
+class ExplorationRecord(BaseModel):
+    experiment: str
+    goal: str
+    key_findings: list[str]
+    assignment_requirements: list[str] = Field(default_factory=list)
+    methodology_notes: str | None = None
+    reference_report: str | None = None
+    """Relative path of a reference/example report found in the data folder, if any."""
+    figures: list[FigureRecord] = Field(default_factory=list)
+    tables: list[TableProfile] = Field(default_factory=list)
+    coverage: CoverageLedger = Field(default_factory=CoverageLedger)
+    offline: bool = False
+    stop_reason: str = ""
+    degraded: bool = False
