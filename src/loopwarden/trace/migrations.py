@@ -1,0 +1,71 @@
+"""Ordered schema migrations of the run store. Append new ones at the end with the next
+version number; never edit one that has shipped (stores in the field have already applied it)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Migration(NamedTuple):
+    version: int
+    name: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "runs, events, artifacts, approvals",
+        """
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL DEFAULT 'report',
+            status TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            started_at REAL,
+            finished_at REAL,
+            params TEXT NOT NULL DEFAULT '{}',
+            data_dir TEXT,
+            out_dir TEXT,
+            last_seq INTEGER NOT NULL DEFAULT 0,
+            progress TEXT,
+            stop_reasons TEXT NOT NULL DEFAULT '[]',
+            totals TEXT,
+            message TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX runs_created ON runs (created_at);
+        CREATE INDEX runs_status ON runs (status);
+        CREATE TABLE events (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            type TEXT NOT NULL,
+            ts REAL NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        ) WITHOUT ROWID;
+        CREATE TABLE artifacts (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            path TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            media_type TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (run_id, name)
+        );
+        CREATE TABLE approvals (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            call_id TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            arguments TEXT NOT NULL DEFAULT 'null',
+            reason TEXT NOT NULL DEFAULT '',
+            status TEXT NOT NULL DEFAULT 'pending',
+            created_at REAL NOT NULL,
+            decided_at REAL,
+            decided_by TEXT,
+            note TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (run_id, call_id)
+        );
+        """,
+    ),
+)

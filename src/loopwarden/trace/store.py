@@ -1,0 +1,427 @@
+"""The run store on SQLite: runs, their events (numbered per run, committed before anyone
+streams them), artifacts and pending approvals.
+
+Why these settings: WAL lets readers (SSE streams, the runs list) proceed while one writer
+commits; `busy_timeout` makes a second writer wait instead of failing with "database is
+locked"; writers take `BEGIN IMMEDIATE` so two writers never both read-then-upgrade and
+deadlock. Each thread gets its own connection (sqlite3 connections are not shared across
+threads); every query is parameterised.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..events import Event, parse_event
+from .migrations import MIGRATIONS, Migration
+
+RunStatus = Literal["queued", "running", "paused", "completed", "degraded", "failed", "cancelled", "interrupted"]
+ApprovalStatus = Literal["pending", "approved", "denied", "expired"]
+ACTIVE_STATUSES: frozenset[str] = frozenset({"queued", "running", "paused"})
+FINAL_STATUSES: frozenset[str] = frozenset({"completed", "degraded", "failed", "cancelled", "interrupted"})
+BUSY_TIMEOUT_MS = 30_000
+
+
+class RunRecord(BaseModel):
+    id: str
+    kind: str
+    status: RunStatus
+    created_at: float
+    updated_at: float
+    started_at: float | None = None
+    finished_at: float | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    data_dir: str | None = None
+    out_dir: str | None = None
+    last_seq: int = 0
+    progress: dict[str, Any] | None = None
+    stop_reasons: list[str] = Field(default_factory=list)
+    totals: dict[str, Any] | None = None
+    message: str = ""
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+class StoredEvent(BaseModel):
+    """One event row as stored: `data` is the event's JSON, ready to stream without re-encoding."""
+
+    run_id: str
+    seq: int
+    type: str
+    ts: float
+    data: str
+
+    def event(self) -> Event:
+        return parse_event(json.loads(self.data))
+
+
+class ArtifactRecord(BaseModel):
+    run_id: str
+    name: str
+    path: str
+    size: int
+    media_type: str
+    created_at: float
+
+
+class ApprovalRecord(BaseModel):
+    run_id: str
+    call_id: str
+    tool: str
+    arguments: Any = None
+    reason: str = ""
+    status: ApprovalStatus = "pending"
+    created_at: float
+    decided_at: float | None = None
+    decided_by: str | None = None
+    note: str = ""
+
+
+class RunNotFound(KeyError):
+    pass
+
+
+def new_run_id() -> str:
+    """128 random bits: run ids are capabilities in URLs, so they must not be guessable."""
+    return secrets.token_hex(16)
+
+
+def _split_statements(sql: str) -> list[str]:
+    statements, current = [], ""
+    for line in sql.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    if current.strip():
+        statements.append(current.strip())
+    return statements
+
+
+class RunStore:
+    """Thread-safe handle on one SQLite run store file (or ":memory:"-like temporary paths are not
+    supported: every thread must see the same database, so give it a file)."""
+
+    def __init__(self, path: str | Path, *, migrations: Sequence[Migration] = MIGRATIONS) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self.migrate(migrations)
+
+    # -- connections and transactions -------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            # NORMAL in WAL mode: a killed process loses nothing committed; only an OS crash could.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    def migrate(self, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+        """Apply the migrations not applied yet, in version order, each in its own transaction.
+        Returns the schema version."""
+        conn = self._connection()
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at REAL)"
+        )
+        for migration in sorted(migrations, key=lambda m: m.version):
+            with self._write() as tx:
+                # Re-checked inside the write lock: another process may have just applied it.
+                if tx.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)).fetchone():
+                    continue
+                for statement in _split_statements(migration.sql):
+                    tx.execute(statement)
+                tx.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (migration.version, migration.name, time.time()),
+                )
+        return self.schema_version()
+
+    def schema_version(self) -> int:
+        row = self._connection().execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        *,
+        kind: str = "report",
+        params: dict[str, Any] | None = None,
+        data_dir: str | Path | None = None,
+        out_dir: str | Path | None = None,
+        status: RunStatus = "queued",
+        run_id: str | None = None,
+    ) -> RunRecord:
+        run_id = run_id or new_run_id()
+        now = time.time()
+        with self._write() as tx:
+            tx.execute(
+                "INSERT INTO runs (id, kind, status, created_at, updated_at, params, data_dir, out_dir)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    kind,
+                    status,
+                    now,
+                    now,
+                    json.dumps(params or {}),
+                    None if data_dir is None else str(data_dir),
+                    None if out_dir is None else str(out_dir),
+                ),
+            )
+        return self.get_run(run_id)
+
+    def get_run(self, run_id: str) -> RunRecord:
+        row = self._connection().execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFound(run_id)
+        return _run_record(row)
+
+    def find_run(self, run_id: str) -> RunRecord | None:
+        try:
+            return self.get_run(run_id)
+        except RunNotFound:
+            return None
+
+    def list_runs(self, *, limit: int = 100, offset: int = 0, status: str | None = None) -> list[RunRecord]:
+        if status is None:
+            rows = self._connection().execute(
+                "SELECT * FROM runs ORDER BY created_at DESC, id LIMIT ? OFFSET ?", (limit, offset)
+            )
+        else:
+            rows = self._connection().execute(
+                "SELECT * FROM runs WHERE status = ? ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
+                (status, limit, offset),
+            )
+        return [_run_record(row) for row in rows.fetchall()]
+
+    def count_runs(self, *, statuses: frozenset[str] | None = None) -> int:
+        conn = self._connection()
+        if statuses is None:
+            return int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+        marks = ",".join("?" * len(statuses))
+        return int(conn.execute(f"SELECT COUNT(*) FROM runs WHERE status IN ({marks})", tuple(statuses)).fetchone()[0])
+
+    def set_status(
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        message: str | None = None,
+        stop_reasons: list[str] | None = None,
+        totals: dict[str, Any] | None = None,
+    ) -> RunRecord:
+        now = time.time()
+        sets = ["status = ?", "updated_at = ?"]
+        values: list[Any] = [status, now]
+        if status == "running":
+            sets.append("started_at = COALESCE(started_at, ?)")
+            values.append(now)
+        if status in FINAL_STATUSES:
+            sets.append("finished_at = ?")
+            values.append(now)
+        if message is not None:
+            sets.append("message = ?")
+            values.append(message)
+        if stop_reasons is not None:
+            sets.append("stop_reasons = ?")
+            values.append(json.dumps(stop_reasons))
+        if totals is not None:
+            sets.append("totals = ?")
+            values.append(json.dumps(totals))
+        with self._write() as tx:
+            cursor = tx.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
+            if cursor.rowcount == 0:
+                raise RunNotFound(run_id)
+        return self.get_run(run_id)
+
+    def set_progress(self, run_id: str, progress: dict[str, Any]) -> None:
+        with self._write() as tx:
+            tx.execute(
+                "UPDATE runs SET progress = ?, updated_at = ? WHERE id = ?", (json.dumps(progress), time.time(), run_id)
+            )
+
+    def mark_interrupted_on_start(
+        self, *, reason: str = "the server stopped while this run was in progress"
+    ) -> list[str]:
+        """Called once when a server starts: runs left queued/running/paused by a process that died
+        are marked `interrupted`; their events stay, and a `run_interrupted` event is appended so
+        streams of them end. Returns the ids marked."""
+        marks = ",".join("?" * len(ACTIVE_STATUSES))
+        now = time.time()
+        with self._write() as tx:
+            rows = tx.execute(
+                f"SELECT id, last_seq FROM runs WHERE status IN ({marks})", tuple(sorted(ACTIVE_STATUSES))
+            ).fetchall()
+            for row in rows:
+                seq = int(row["last_seq"]) + 1
+                data = {"type": "run_interrupted", "run_id": row["id"], "seq": seq, "ts": now, "message": reason}
+                tx.execute(
+                    "INSERT INTO events (run_id, seq, type, ts, data) VALUES (?, ?, ?, ?, ?)",
+                    (row["id"], seq, "run_interrupted", now, json.dumps(data)),
+                )
+                tx.execute(
+                    "UPDATE runs SET status = 'interrupted', last_seq = ?, updated_at = ?, finished_at = ?,"
+                    " message = ? WHERE id = ?",
+                    (seq, now, now, reason, row["id"]),
+                )
+                tx.execute(
+                    "UPDATE approvals SET status = 'expired', decided_at = ? WHERE run_id = ? AND status = 'pending'",
+                    (now, row["id"]),
+                )
+        return [str(row["id"]) for row in rows]
+
+    # -- events -----------------------------------------------------------------------------
+
+    def append_event(self, run_id: str, event: Event) -> int:
+        """Commit one event and return its sequence number. The store numbers events (last + 1)
+        so a run's sequence has no gaps or duplicates whoever stamped the event; the stored JSON
+        carries that number."""
+        with self._write() as tx:
+            row = tx.execute("SELECT last_seq FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise RunNotFound(run_id)
+            seq = int(row["last_seq"]) + 1
+            if event.seq != seq or event.run_id != run_id:
+                event = event.model_copy(update={"seq": seq, "run_id": run_id})
+            tx.execute(
+                "INSERT INTO events (run_id, seq, type, ts, data) VALUES (?, ?, ?, ?, ?)",
+                (run_id, seq, event.type, event.ts, event.to_json()),
+            )
+            tx.execute("UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ?", (seq, time.time(), run_id))
+        return seq
+
+    def event_rows(self, run_id: str, after_seq: int = 0, *, limit: int | None = None) -> list[StoredEvent]:
+        rows = self._connection().execute(
+            "SELECT run_id, seq, type, ts, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (run_id, after_seq, -1 if limit is None else limit),
+        )
+        return [StoredEvent(**dict(row)) for row in rows.fetchall()]
+
+    def events(self, run_id: str, after_seq: int = 0, *, limit: int | None = None) -> list[Event]:
+        return [row.event() for row in self.event_rows(run_id, after_seq, limit=limit)]
+
+    def last_seq(self, run_id: str) -> int:
+        return self.get_run(run_id).last_seq
+
+    # -- artifacts --------------------------------------------------------------------------
+
+    def add_artifact(self, run_id: str, name: str, path: str | Path, *, media_type: str, size: int) -> None:
+        with self._write() as tx:
+            tx.execute(
+                "INSERT INTO artifacts (run_id, name, path, size, media_type, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (run_id, name) DO UPDATE SET path = excluded.path, size = excluded.size,"
+                " media_type = excluded.media_type, created_at = excluded.created_at",
+                (run_id, name, str(path), size, media_type, time.time()),
+            )
+
+    def artifacts(self, run_id: str) -> list[ArtifactRecord]:
+        rows = self._connection().execute("SELECT * FROM artifacts WHERE run_id = ? ORDER BY name", (run_id,))
+        return [ArtifactRecord(**dict(row)) for row in rows.fetchall()]
+
+    def artifact(self, run_id: str, name: str) -> ArtifactRecord | None:
+        row = (
+            self._connection()
+            .execute("SELECT * FROM artifacts WHERE run_id = ? AND name = ?", (run_id, name))
+            .fetchone()
+        )
+        return None if row is None else ArtifactRecord(**dict(row))
+
+    # -- approvals --------------------------------------------------------------------------
+
+    def add_approval(self, run_id: str, call_id: str, tool: str, arguments: Any = None, reason: str = "") -> None:
+        with self._write() as tx:
+            tx.execute(
+                "INSERT INTO approvals (run_id, call_id, tool, arguments, reason, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (run_id, call_id) DO NOTHING",
+                (run_id, call_id, tool, json.dumps(arguments, default=str), reason, time.time()),
+            )
+
+    def approvals(self, run_id: str, *, status: ApprovalStatus | None = None) -> list[ApprovalRecord]:
+        if status is None:
+            rows = self._connection().execute(
+                "SELECT * FROM approvals WHERE run_id = ? ORDER BY created_at, call_id", (run_id,)
+            )
+        else:
+            rows = self._connection().execute(
+                "SELECT * FROM approvals WHERE run_id = ? AND status = ? ORDER BY created_at, call_id", (run_id, status)
+            )
+        return [_approval_record(row) for row in rows.fetchall()]
+
+    def approval(self, run_id: str, call_id: str) -> ApprovalRecord | None:
+        row = (
+            self._connection()
+            .execute("SELECT * FROM approvals WHERE run_id = ? AND call_id = ?", (run_id, call_id))
+            .fetchone()
+        )
+        return None if row is None else _approval_record(row)
+
+    def decide_approval(
+        self, run_id: str, call_id: str, *, approve: bool, by: str | None = None, note: str = ""
+    ) -> ApprovalRecord | None:
+        """Decide a pending approval once. Returns the decided record, or None when there is no
+        pending approval with that id (unknown, or already decided: the first decision stands)."""
+        with self._write() as tx:
+            cursor = tx.execute(
+                "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, note = ?"
+                " WHERE run_id = ? AND call_id = ? AND status = 'pending'",
+                ("approved" if approve else "denied", time.time(), by, note, run_id, call_id),
+            )
+            decided = cursor.rowcount == 1
+        return self.approval(run_id, call_id) if decided else None
+
+
+def _run_record(row: sqlite3.Row) -> RunRecord:
+    data = dict(row)
+    data["params"] = json.loads(data["params"] or "{}")
+    data["stop_reasons"] = json.loads(data["stop_reasons"] or "[]")
+    data["progress"] = None if data["progress"] is None else json.loads(data["progress"])
+    data["totals"] = None if data["totals"] is None else json.loads(data["totals"])
+    return RunRecord(**data)
+
+
+def _approval_record(row: sqlite3.Row) -> ApprovalRecord:
+    data = dict(row)
+    data["arguments"] = json.loads(data["arguments"])
+    return ApprovalRecord(**data)

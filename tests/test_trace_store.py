@@ -1,0 +1,174 @@
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from loopwarden.events import Event, EventStamper, GuardVerdict
+from loopwarden.trace.migrations import MIGRATIONS, Migration
+from loopwarden.trace.store import RunNotFound, RunStore
+
+
+def _event(run_id: str, seq: int = 0, **extra: object) -> Event:
+    return Event(type="note", run_id=run_id, seq=seq, ts=1.0, **extra)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> RunStore:
+    return RunStore(tmp_path / "runs.db")
+
+
+def test_sqlite_settings_are_wal_and_busy_timeout(store: RunStore) -> None:
+    conn = sqlite3.connect(store.path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store._connection().execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+
+
+def test_events_are_numbered_per_run_and_read_back_after_a_sequence(store: RunStore) -> None:
+    a = store.create_run(params={"template": "lab"})
+    b = store.create_run()
+    assert a.id != b.id and len(a.id) == 32
+    seqs = [store.append_event(a.id, _event(a.id, 99, n=i)) for i in range(5)]
+    assert seqs == [1, 2, 3, 4, 5]
+    assert store.append_event(b.id, _event(b.id)) == 1
+    after = store.events(a.id, after_seq=2)
+    assert [e.seq for e in after] == [3, 4, 5]
+    assert [getattr(e, "n", None) for e in after] == [2, 3, 4]
+    assert store.get_run(a.id).last_seq == 5
+    assert store.get_run(a.id).params == {"template": "lab"}
+
+
+def test_typed_events_read_back_as_their_class(store: RunStore) -> None:
+    run = store.create_run()
+    stamp = EventStamper(run.id)
+    store.append_event(run.id, stamp(GuardVerdict, turn=1, detector="repeat", action="stopped", reason="x"))
+    (event,) = store.events(run.id)
+    assert isinstance(event, GuardVerdict) and event.action == "stopped"
+
+
+def test_unknown_run_is_refused(store: RunStore) -> None:
+    with pytest.raises(RunNotFound):
+        store.append_event("nope", _event("nope"))
+    with pytest.raises(RunNotFound):
+        store.set_status("nope", "running")
+    assert store.find_run("nope") is None
+
+
+def test_status_timestamps_and_list(store: RunStore) -> None:
+    run = store.create_run()
+    running = store.set_status(run.id, "running")
+    assert running.started_at is not None and running.finished_at is None
+    done = store.set_status(run.id, "degraded", stop_reasons=["budget"], totals={"model_calls": 3}, message="m")
+    assert done.finished and done.stop_reasons == ["budget"] and done.totals == {"model_calls": 3}
+    other = store.create_run()
+    assert [r.id for r in store.list_runs()] == [other.id, run.id]
+    assert [r.id for r in store.list_runs(status="degraded")] == [run.id]
+    assert store.count_runs(statuses=frozenset({"queued"})) == 1
+
+
+def test_migrations_are_ordered_and_applied_once(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    RunStore(path)
+    extra = Migration(len(MIGRATIONS) + 1, "add a column", "ALTER TABLE runs ADD COLUMN owner TEXT;")
+    again = RunStore(path, migrations=(*MIGRATIONS, extra))
+    assert again.schema_version() == extra.version
+    # Reopening with the same list applies nothing twice (ALTER TABLE would fail if re-run).
+    assert RunStore(path, migrations=(*MIGRATIONS, extra)).schema_version() == extra.version
+
+
+def test_interrupted_on_start_keeps_events_and_appends_a_terminal_one(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    first = RunStore(path)
+    running = first.create_run()
+    first.set_status(running.id, "running")
+    for i in range(3):
+        first.append_event(running.id, _event(running.id, n=i))
+    first.add_approval(running.id, "c1", "delete_file", {"path": "x"})
+    finished = first.create_run()
+    first.set_status(finished.id, "completed")
+    first.close()
+
+    second = RunStore(path)
+    assert second.mark_interrupted_on_start() == [running.id]
+    run = second.get_run(running.id)
+    assert run.status == "interrupted" and run.finished_at is not None
+    events = second.events(running.id)
+    assert [e.seq for e in events] == [1, 2, 3, 4]
+    assert [getattr(e, "n", None) for e in events[:3]] == [0, 1, 2]
+    assert events[-1].type == "run_interrupted"
+    assert second.get_run(finished.id).status == "completed"
+    assert second.approvals(running.id)[0].status == "expired"
+    assert second.mark_interrupted_on_start() == []
+
+
+def test_approval_is_decided_once(store: RunStore) -> None:
+    run = store.create_run()
+    store.add_approval(run.id, "call-1", "write_file", {"path": "a.txt"}, reason="writes outside out/")
+    store.add_approval(run.id, "call-1", "write_file", {"path": "other"})  # duplicate: ignored
+    assert [a.arguments for a in store.approvals(run.id, status="pending")] == [{"path": "a.txt"}]
+    decided = store.decide_approval(run.id, "call-1", approve=False, by="alice", note="no")
+    assert decided is not None and decided.status == "denied" and decided.decided_by == "alice"
+    assert store.decide_approval(run.id, "call-1", approve=True) is None
+    assert store.decide_approval(run.id, "missing", approve=True) is None
+    assert store.approval(run.id, "call-1").status == "denied"  # type: ignore[union-attr]
+
+
+def test_artifacts_upsert(store: RunStore, tmp_path: Path) -> None:
+    run = store.create_run()
+    store.add_artifact(run.id, "report.md", tmp_path / "report.md", media_type="text/markdown", size=3)
+    store.add_artifact(run.id, "report.md", tmp_path / "report.md", media_type="text/markdown", size=7)
+    store.add_artifact(run.id, "events.jsonl", tmp_path / "e", media_type="application/x-ndjson", size=1)
+    assert [(a.name, a.size) for a in store.artifacts(run.id)] == [("events.jsonl", 1), ("report.md", 7)]
+    assert store.artifact(run.id, "nope") is None
+
+
+def test_concurrent_thread_writers_never_see_database_is_locked(store: RunStore) -> None:
+    run = store.create_run()
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            for _ in range(40):
+                store.append_event(run.id, _event(run.id))
+        except BaseException as error:  # collected and asserted below
+            errors.append(error)
+
+    threads = [threading.Thread(target=write) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert [e.seq for e in store.events(run.id)] == list(range(1, 321))
+
+
+def _process_writer(path: str, run_id: str, n: int) -> None:
+    store = RunStore(path)
+    for _ in range(n):
+        store.append_event(run_id, _event(run_id))
+
+
+def test_concurrent_process_writers_keep_one_gapless_sequence(store: RunStore) -> None:
+    run = store.create_run()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_process_writer, args=(str(store.path), run.id, 30)) for _ in range(4)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    assert [e.seq for e in store.events(run.id)] == list(range(1, 121))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(), args=st.dictionaries(st.text(max_size=8), st.one_of(st.integers(), st.text(), st.none())))
+def test_any_event_content_round_trips(store: RunStore, text: str, args: dict[str, object]) -> None:
+    run = store.create_run()
+    store.append_event(run.id, _event(run.id, text=text, args=args))
+    (event,) = store.events(run.id)
+    assert getattr(event, "text", None) == text and getattr(event, "args", None) == args
