@@ -60,6 +60,8 @@ class RepeatGuard:
         if count == 1:
             return RepeatDecision("allow", count)
         rung = self.ladder.rung(count)
+        if rung == Rung.NUDGE and count > self.ladder.nudge_at:
+            rung = Rung.NONE  # the wrap-up instruction is given once; later repeats are just answered
         action: VerdictAction = _ACTION_FOR_RUNG.get(rung, "cached" if cached else "allow")
         return RepeatDecision(action, count, cached, self._first_turn[fp])
 

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Literal
+
+import pytest
+
+from loopwarden.tools import Tool, ToolRegistry, ToolResult, business_failure, tool
+
+
+def test_schema_from_type_hints_and_docstring() -> None:
+    @tool(namespace="fs")
+    def read_file(path: str, offset: int = 0, mode: Literal["text", "bytes"] = "text") -> str:
+        """Read part of a file.
+
+        Args:
+            path: file path relative to the root
+            offset: first line to read
+        """
+        return path
+
+    schema = read_file.openai_schema()
+    fn = schema["function"]
+    assert fn["name"] == "fs__read_file"
+    assert read_file.qualified_name == "fs.read_file"
+    assert fn["description"] == "Read part of a file."
+    params = fn["parameters"]
+    assert params["required"] == ["path"]
+    assert params["properties"]["path"] == {"type": "string", "description": "file path relative to the root"}
+    assert params["properties"]["offset"]["default"] == 0
+    assert params["properties"]["mode"]["enum"] == ["text", "bytes"]
+    assert params["additionalProperties"] is False
+
+
+def test_async_tool_is_detected_and_called() -> None:
+    @tool
+    async def ping(host: str) -> dict[str, str]:
+        """Ping a host."""
+        await asyncio.sleep(0)
+        return {"host": host}
+
+    assert ping.is_async
+    args = ping.args_model(host="h")
+    assert asyncio.run(ping.call(args)) == {"host": "h"}
+
+
+def test_registry_renders_tools_and_resolves_both_name_forms() -> None:
+    @tool(namespace="fs")
+    def list_dir(path: str) -> list[str]:
+        """List a folder."""
+        return []
+
+    def plain(x: int) -> int:
+        """Double x."""
+        return 2 * x
+
+    registry = ToolRegistry([list_dir, plain])
+    assert registry.names() == ["fs.list_dir", "plain"]
+    assert registry.get("fs__list_dir") is registry.get("fs.list_dir")
+    assert "plain" in registry and "missing" not in registry
+    rendered = registry.openai_tools(["plain"])
+    assert [t["function"]["name"] for t in rendered] == ["plain"]
+    with pytest.raises(ValueError, match="already registered"):
+        registry.add(plain)
+
+
+def test_var_args_are_refused_at_declaration() -> None:
+    def bad(*paths: str) -> None:
+        """Many paths."""
+
+    with pytest.raises(TypeError, match=r"\*args"):
+        tool(bad)
+
+
+@pytest.mark.parametrize(
+    ("data", "error_type", "retryable"),
+    [
+        ({"success": False, "code": "E42", "message": "quota"}, "E42", False),
+        ({"ok": False, "error": "nope"}, "nope", False),
+        ({"status": "error", "message": "bad"}, "business_error", False),
+        ({"status_code": 503, "error": "down"}, "http_503", True),
+        ({"status_code": 404}, "http_404", False),
+    ],
+)
+def test_business_failures_in_data_become_failures(data: dict[str, object], error_type: str, retryable: bool) -> None:
+    result = business_failure(data)
+    assert result is not None
+    assert not result.ok
+    assert result.error_type == error_type
+    assert result.retryable is retryable
+
+
+@pytest.mark.parametrize("data", [{"success": True}, {"status": "ok"}, [1, 2], "text", None, {"status_code": 200}])
+def test_successes_pass_the_default_parser(data: object) -> None:
+    assert business_failure(data) is None
+
+
+def test_custom_result_parser_and_to_result() -> None:
+    def parser(raw: object) -> ToolResult | None:
+        return ToolResult.failure("empty", "nothing found") if raw == [] else None
+
+    @tool(result_parser=parser)
+    def search(q: str) -> list[str]:
+        """Search."""
+        return []
+
+    assert isinstance(search, Tool)
+    assert search.to_result([]).error_type == "empty"
+    assert search.to_result(["x"]).ok
+
+
+def test_tool_result_model_content_is_compact_json() -> None:
+    content = json.loads(ToolResult.failure("timeout", "slow", retryable=True).to_model_content())
+    assert content == {"ok": False, "error_type": "timeout", "retryable": True, "message": "slow"}
+    assert json.loads(ToolResult.success({"a": 1}).to_model_content()) == {"ok": True, "data": {"a": 1}}
