@@ -144,6 +144,32 @@ class RunFinished(Event):
     totals: Totals
 
 
+class IntentRouted(Event):
+    """The routing decision made by code before the first model call (router.py, scope.py)."""
+
+    type: Literal["intent_routed"] = "intent_routed"
+    intent: str | None
+    candidate: str | None = None
+    confidence: float
+    method: str
+    slots: dict[str, Any] = Field(default_factory=dict)
+    pinned: dict[str, Any] = Field(default_factory=dict)
+    missing: list[str] = Field(default_factory=list)
+    question: str | None = None
+    tools: list[str] = Field(default_factory=list)
+    step_cap: int | None = None
+    evidence: list[str] = Field(default_factory=list)
+
+
+class ToolsDiscovered(Event):
+    """Tools found by `search_tools`, offered from the next turn (toolsearch.py)."""
+
+    type: Literal["tools_discovered"] = "tools_discovered"
+    turn: int
+    tools: list[str]
+    n_tools_offered_next: int
+
+
 E = TypeVar("E", bound=Event)
 
 

@@ -11,8 +11,9 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from .config import CHECKLIST_DONE_REQUEST, WRAP_UP_REQUEST, LoopConfig
@@ -20,6 +21,7 @@ from .events import (
     Event,
     EventStamper,
     GuardVerdict,
+    IntentRouted,
     ModelCalled,
     ModelFailed,
     NudgeInjected,
@@ -29,6 +31,7 @@ from .events import (
     Status,
     ToolCallProposed,
     ToolResultEvent,
+    ToolsDiscovered,
     Totals,
 )
 from .executor import Executor
@@ -38,9 +41,14 @@ from .guard.fingerprint import args_hash
 from .guard.ladder import Finding, Rung
 from .guard.repeat import RepeatGuard
 from .models.base import Message, Model, ModelError, ModelReply, ModelRequest, ToolChoice
+from .permissions import Principal
 from .proposals import Proposal, ProposalChecker
+from .router import Router
+from .scope import Scope, request_text
+from .slots import RunClock
 from .state import Checklist, ChecklistItem, RunState
 from .tools import ToolLike, ToolRegistry
+from .toolsearch import ToolSearch
 from .verify import Verifier, first_failure, reinforcement
 
 
@@ -76,10 +84,20 @@ class Agent:
     principal_roles: frozenset[str] | None = None
     offered: Sequence[str] | None = None
     """Names of the tools offered each turn; all registered tools when None."""
+    router: Router | None = None
+    """Routes each request to an intent: its tools, slots, checklist and step cap (router.py)."""
+    tool_search: ToolSearch | None = None
+    """Progressive disclosure: offer `search_tools` and what it finds, not the registry."""
+    principal: Principal | None = None
+    """Who runs act for; its roles replace `principal_roles` when set."""
+    clock: Callable[[], datetime] | None = None
+    """Read once at run start; relative dates in the run resolve from it (default: now, UTC)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.tools, ToolRegistry):
             self.tools = ToolRegistry(self.tools)
+        if self.tool_search is not None and self.tool_search.name not in self.tools:
+            self.tools.add(self.tool_search.build_tool(self.tools))
 
     @property
     def registry(self) -> ToolRegistry:
@@ -124,13 +142,16 @@ class _Run:
         self.state = RunState(checklist=Checklist(agent.checklist) if agent.checklist else None)
         self.repeats = RepeatGuard(self.config.ladder)
         self.detectors = [make() for make in agent.detectors]
-        self.checker = ProposalChecker(agent.registry, self.repeats, agent.principal_roles)
+        roles = agent.principal.roles if agent.principal else agent.principal_roles
+        self.scope = Scope(agent.registry, roles, RunClock(agent.clock), agent.tool_search)
+        self.checker = ProposalChecker(agent.registry, self.repeats, roles, self.scope.arguments.prepare)
         self.executor = Executor(
             retry=self.config.retry,
             default_timeout=self.config.tool_timeout,
             max_parallel=self.config.max_parallel_tools,
         )
         self.prompt = prompt if isinstance(prompt, str) else json.dumps(prompt)[:2000]
+        self.prompt_in = prompt
         self.messages: list[Message] = [{"role": "system", "content": agent.system}] if agent.system else []
         self.messages += [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
         self.offered = list(agent.offered if agent.offered is not None else agent.registry.names())
@@ -145,13 +166,22 @@ class _Run:
     # -- the loop ------------------------------------------------------------------------------
 
     async def events(self) -> AsyncIterator[Event]:
+        route = await self.scope.open(self.agent.router, request_text(self.prompt_in), self.offered)
+        self.offered = self.scope.base
         yield self.stamp(
             RunStarted,
             input=self.prompt,
             tools=self.offered,
             model=self.agent.model.name,
             policy=self.config.policy,
+            intent=route.intent_name if route else None,
         )
+        if route is not None:
+            yield self.stamp(IntentRouted, **self.scope.route_fields())
+            if route.question is not None:  # code could not decide: ask, do not guess
+                yield self._finished("paused", "clarification_needed", route.question)
+                return
+            self._adopt_intent()
         try:
             async for event in self._tool_phase():
                 yield event
@@ -201,6 +231,10 @@ class _Run:
             self.state.add(p.record)
             yield self.stamp(ToolResultEvent, turn=self.turn, **p.result_fields())
         self._observe("on_results", [p.record for p in proposals])
+        if found := self.scope.observe((p.tool, p.result) for p in proposals):
+            yield self.stamp(
+                ToolsDiscovered, turn=self.turn, tools=found, n_tools_offered_next=len(self._offered_now())
+            )
         async for event in self._after_calls(proposals):
             yield event
 
@@ -341,6 +375,7 @@ class _Run:
 
     def _check_budgets(self) -> None:
         spent = self.config.budgets.exhausted(self.totals, time.monotonic() - self.started)
+        spent = spent or self.scope.cap_reached(self.totals.tool_rounds)
         if spent is not None:
             raise _Stop(*spent)
 
@@ -371,7 +406,14 @@ class _Run:
         return reply
 
     def _offered_now(self) -> list[str]:
-        return [name for name in self.offered if name not in self.narrowed]
+        return self.scope.offered(self.narrowed)
+
+    def _adopt_intent(self) -> None:
+        """The routed intent's checklist (unless the agent has its own) and instructions."""
+        if self.state.checklist is None and self.scope.checklist():
+            self.state.checklist = Checklist(self.scope.checklist())
+        if (instructions := self.scope.instructions()) is not None:
+            self.messages.insert(1 if self.agent.system else 0, {"role": "system", "content": instructions})
 
     def _choice_now(self) -> ToolChoice | None:
         return self.forced_choice or "auto"

@@ -6,6 +6,7 @@ reads; only what passes every check reaches the executor."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,8 @@ from .guard.fingerprint import fingerprint
 from .guard.ladder import Finding, Rung
 from .guard.repeat import DETECTOR, RepeatDecision, RepeatGuard, repeat_notice
 from .models.base import ToolCall
+from .permissions import refusal
+from .slots import Prepared
 from .state import CallRecord
 from .tools import Tool, ToolRegistry, ToolResult
 
@@ -117,13 +120,23 @@ class Proposal:
 
 
 class ProposalChecker:
-    def __init__(self, registry: ToolRegistry, repeats: RepeatGuard, roles: frozenset[str] | None) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        repeats: RepeatGuard,
+        roles: frozenset[str] | None,
+        prepare: Callable[[Tool, Any], Prepared] | None = None,
+    ) -> None:
         self.registry, self.repeats, self.roles = registry, repeats, roles
+        self.prepare = prepare
+        """Normalises and pins arguments (slots.ArgumentPolicy) before fingerprint and validation."""
         self.duplicates_avoided = 0
 
     def check(self, call: ToolCall, turn: int, offered: set[str]) -> Proposal:
         arguments, parse_error = _parse_arguments(call.arguments)
         tool = self.registry.get(call.name)
+        prepared = self.prepare(tool, arguments) if tool and self.prepare and parse_error is None else None
+        arguments = prepared.arguments if prepared else arguments
         fp = fingerprint(tool.qualified_name if tool else call.name, arguments)
         decision = self.repeats.check(fp, tool, turn) if tool else self.repeats.check_unknown(fp, turn)
         p = Proposal(call, turn, arguments, fp, tool, decision)
@@ -137,10 +150,12 @@ class ProposalChecker:
             self.duplicates_avoided += 1
             p.result = repeat_notice(decision.cached, decision.count, decision.first_turn)
         else:
-            self._refuse_or_validate(p, parse_error, offered)
+            self._refuse_or_validate(p, parse_error, offered, prepared.refusal if prepared else None)
         return p
 
-    def _refuse_or_validate(self, p: Proposal, parse_error: str | None, offered: set[str]) -> None:
+    def _refuse_or_validate(
+        self, p: Proposal, parse_error: str | None, offered: set[str], slot_refusal: ToolResult | None = None
+    ) -> None:
         tool = p.tool
         if tool is None:
             available = ", ".join(sorted(offered)) or "none"
@@ -159,19 +174,10 @@ class ProposalChecker:
                     user_action=f"call {tool.wire_name} again with a JSON object as arguments",
                 ),
             )
-        elif tool.wire_name not in offered:
-            p.refused_by, p.result = (
-                "permission",
-                ToolResult.failure("not_allowed", f"{tool.wire_name} is not available in this step"),
-            )
-        elif tool.roles is not None and not (self.roles and tool.roles & self.roles):
-            p.refused_by, p.result = (
-                "permission",
-                ToolResult.failure(
-                    "not_allowed",
-                    f"{tool.wire_name} requires one of the roles: {', '.join(sorted(tool.roles))}",
-                ),
-            )
+        elif (not_allowed := refusal(tool, offered, self.roles)) is not None:
+            p.refused_by, p.result = "permission", not_allowed
+        elif slot_refusal is not None:
+            p.refused_by, p.result = "slots", slot_refusal
         else:
             validated = validate_arguments(tool, p.arguments)
             if isinstance(validated, ToolResult):

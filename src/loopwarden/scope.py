@@ -1,0 +1,138 @@
+"""A run's scope: what it may do, decided by code when it starts and kept for the whole run.
+
+It holds the routing decision (intent, slots, clarifying question), the tools offered (the
+intent's small set, or `search_tools` plus what searches found, never the full registry when a
+router or tool search is in charge), the argument policy (normalisers and pinned slots), the
+principal's roles and the intent's step cap. The loop asks it; it never runs anything itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .models.base import Message
+from .permissions import permits
+from .router import Intent, Route, Router
+from .slots import ArgumentPolicy, RunClock, pinned_arguments
+from .state import ChecklistItem
+from .tools import Tool, ToolRegistry, ToolResult
+from .toolsearch import ToolSearch, found_names, keep_recent
+
+INTENT_STEP_CAP = "intent_step_cap"
+
+
+def request_text(prompt: str | list[Message]) -> str:
+    """What a router reads: the prompt, or the last user message of a conversation."""
+    if isinstance(prompt, str):
+        return prompt
+    for message in reversed(prompt):
+        if message.get("role") == "user" and isinstance(message.get("content"), str):
+            return str(message["content"])
+    return ""
+
+
+@dataclass
+class Scope:
+    registry: ToolRegistry
+    roles: frozenset[str] | None = None
+    clock: RunClock = field(default_factory=RunClock)
+    search: ToolSearch | None = None
+    route: Route | None = None
+    base: list[str] = field(default_factory=list)
+    discovered: list[str] = field(default_factory=list)
+    step_cap: int | None = None
+    arguments: ArgumentPolicy = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.arguments = ArgumentPolicy(self.clock)
+
+    @property
+    def intent(self) -> Intent | None:
+        return self.route.intent if self.route else None
+
+    @property
+    def question(self) -> str | None:
+        return self.route.question if self.route else None
+
+    async def open(self, router: Router | None, text: str, default_offered: Sequence[str]) -> Route | None:
+        """Route the request (if a router is set) and fix what this run offers."""
+        if router is not None:
+            self.route = await router.route(text, self.clock)
+        intent = self.intent
+        if intent is not None:
+            names = list(intent.tools)
+            self.step_cap = intent.step_cap
+            pinned = pinned_arguments(intent.slots, self.route.slots if self.route else {})
+            self.arguments.extend(intent.normalisers, pinned)
+        elif self.search is not None:
+            names = list(self.search.always)
+        else:  # neither a router nor tool search in charge: the agent's offer, as given
+            self.base = list(default_offered)
+            return self.route
+        if self.search is not None:
+            names.append(self.search.name)
+        self.base = [self._wire(name) for name in names]
+        return self.route
+
+    def _wire(self, name: str) -> str:
+        found = self.registry.get(name)
+        if found is None:
+            raise ValueError(f"intent or tool search names an unregistered tool: {name!r}")
+        return found.wire_name
+
+    def offered(self, narrowed: Iterable[str] = ()) -> list[str]:
+        hidden = set(narrowed)
+        return [name for name in [*self.base, *self.discovered] if name not in hidden]
+
+    def checklist(self) -> tuple[ChecklistItem, ...]:
+        return self.intent.checklist if self.intent else ()
+
+    def instructions(self) -> str | None:
+        return self.intent.instructions if self.intent else None
+
+    def cap_reached(self, tool_rounds: int) -> tuple[str, str] | None:
+        """(stop_reason, message) once the intent's own step cap is used up."""
+        if self.step_cap is None or tool_rounds < self.step_cap:
+            return None
+        name = self.intent.name if self.intent else "this request"
+        return INTENT_STEP_CAP, f"step cap of intent {name!r} reached: {tool_rounds} of {self.step_cap} tool rounds"
+
+    def observe(self, results: Iterable[tuple[Tool | None, ToolResult | None]]) -> list[str]:
+        """Take up tools found by `search_tools`; returns the names newly offered from the next turn."""
+        if self.search is None:
+            return []
+        found: list[str] = []
+        for tool, result in results:
+            if tool is None or result is None or tool.qualified_name != self.search.name:
+                continue
+            found += [name for name in found_names(result) if self._may_offer(name)]
+        new = [name for name in dict.fromkeys(found) if name not in self.base and name not in self.discovered]
+        if found:
+            self.discovered = keep_recent(self.discovered, list(dict.fromkeys(found)), self.search.max_discovered)
+        return [name for name in new if name in self.discovered]
+
+    def _may_offer(self, name: str) -> bool:
+        tool = self.registry.get(name)
+        if tool is None or not permits(tool, self.roles):
+            return False
+        intent = self.intent
+        return intent is None or tool.qualified_name in intent.tools or tool.wire_name in intent.tools
+
+    def route_fields(self) -> dict[str, Any]:
+        route = self.route
+        assert route is not None
+        return {
+            "intent": route.intent_name,
+            "candidate": route.candidate,
+            "confidence": route.confidence,
+            "method": route.method,
+            "slots": {k: v for k, v in route.slots.items()},
+            "pinned": dict(self.arguments.pinned),
+            "missing": list(route.missing),
+            "question": route.question,
+            "tools": list(self.base),
+            "step_cap": self.step_cap,
+            "evidence": list(route.evidence),
+        }
