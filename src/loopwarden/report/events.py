@@ -65,6 +65,69 @@ class ExplorationDone(Event):
     record: ExplorationRecord
 
 
+class GapFound(Event):
+    """Something the template or the assignment requires that the material does not give."""
+
+    type: Literal["gap_found"] = "gap_found"
+    kind: str
+    message: str
+    requirement: str | None = None
+
+
+class DraftRejected(Event):
+    """A draft (or revision, or repair) that was not accepted; a retry follows if any are left."""
+
+    type: Literal["draft_rejected"] = "draft_rejected"
+    stage: str
+    attempt: int
+    max_attempts: int
+    problem: str
+
+
+class DraftFailed(Event):
+    """No acceptable draft after every attempt; `fallback` says what the run used instead."""
+
+    type: Literal["draft_failed"] = "draft_failed"
+    stage: str
+    attempts: int
+    problems: list[str]
+    fallback: str
+    message: str
+
+
+class ReflectionVerdict(Event):
+    type: Literal["reflection_verdict"] = "reflection_verdict"
+    round: int
+    major_issues: list[str] = Field(default_factory=list)
+    minor_issues: list[str] = Field(default_factory=list)
+    done: bool = False
+    change: float | None = None
+    """Fraction of the text the revision changed; None when no revision was made."""
+    outcome: str = ""
+    """continue | converged_done | converged_unchanged | verdict_unreadable | revision_rejected."""
+
+
+class CitationsRemoved(Event):
+    """Cite keys that named no real source; they were removed from the text."""
+
+    type: Literal["citations_removed"] = "citations_removed"
+    keys: list[str]
+    message: str
+
+
+class CompileError(Event):
+    """An xelatex failure, from its log; the last good PDF (if any) is kept."""
+
+    type: Literal["compile_error"] = "compile_error"
+    attempt: int
+    message: str
+    line: int | None = None
+    context: str = ""
+    pass_name: str = "xelatex"
+    kept_pdf: bool = False
+    will_repair: bool = False
+
+
 class ReportFinished(Event):
     """The LAST event of every report run, success or not."""
 
