@@ -1,0 +1,70 @@
+"""The expectations of a case, checked against its run. Each failed one gives a reason that
+names what was expected and what happened."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from ..events import Event, ToolCallProposed, ToolResultEvent
+from .case import Case
+
+if TYPE_CHECKING:
+    from .runner import CaseResult
+
+
+def _one_of(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def check_expectations(case: Case, result: CaseResult, events: list[Event]) -> list[str]:
+    expect, reasons = case.expect, []
+    if expect.expected_stop_reason is not None and result.stop_reason not in _one_of(expect.expected_stop_reason):
+        reasons.append(f"stop reason {result.stop_reason!r}, expected {expect.expected_stop_reason!r}")
+    if expect.expected_status is not None and result.status not in _one_of(expect.expected_status):
+        reasons.append(f"status {result.status!r}, expected {expect.expected_status!r}")
+    if expect.max_model_calls is not None and result.model_calls > expect.max_model_calls:
+        reasons.append(f"{result.model_calls} model calls, at most {expect.max_model_calls} allowed")
+    executed = executed_calls(events)
+    ran = {tool for tool, _ in executed}
+    missing = [t for t in expect.expected_tools if t not in ran]
+    if missing:
+        reasons.append(f"expected tools never ran: {missing}")
+    reasons += _repeat_reasons(expect.forbidden_repeats, executed)
+    reasons += _checklist_reasons(case, result)
+    if expect.no_guard_trip and result.guard_trips:
+        reasons.append(f"the guard stepped in: {result.guard_trips}")
+    output = result.output or ""
+    absent = [s for s in expect.output_contains if s not in output]
+    if absent:
+        reasons.append(f"output lacks {absent}")
+    return reasons
+
+
+def executed_calls(events: list[Event]) -> list[tuple[str, str]]:
+    """(tool, args hash) of every call that actually ran, in order."""
+    proposed = {e.call_id: (e.tool, e.args_hash) for e in events if isinstance(e, ToolCallProposed)}
+    return [
+        proposed[e.call_id] for e in events if isinstance(e, ToolResultEvent) and e.executed and e.call_id in proposed
+    ]
+
+
+def _repeat_reasons(forbidden: list[str] | bool, executed: list[tuple[str, str]]) -> list[str]:
+    if forbidden is False or forbidden == []:
+        return []
+    counts = Counter(executed)
+    repeated = sorted(
+        f"{tool} x{n}" for (tool, _), n in counts.items() if n > 1 and (forbidden is True or tool in forbidden)
+    )
+    return [f"identical calls executed more than once: {repeated}"] if repeated else []
+
+
+def _checklist_reasons(case: Case, result: CaseResult) -> list[str]:
+    wanted = case.expect.must_complete
+    if wanted is False or wanted == []:
+        return []
+    state = result.checklist or {}
+    if wanted is True:
+        wanted = [c.name for c in case.checklist if c.required]
+    undone = [name for name in wanted if not state.get(name, False)]
+    return [f"checklist items not done: {undone}"] if undone else []

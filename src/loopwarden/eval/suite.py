@@ -1,0 +1,57 @@
+"""A whole eval: load the case files, run them concurrently, compute per-intent metrics, and
+read or write the JSON report that later runs diff against as their baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from .case import Case, CaseError, collect_case_files, load_case
+from .metrics import IntentMetrics, metrics_by_intent
+from .runner import CaseResult, run_cases
+
+REPORT_VERSION = 1
+
+
+class EvalReport(BaseModel):
+    version: int = REPORT_VERSION
+    disabled: list[str] = Field(default_factory=list)
+    cases: list[CaseResult]
+    intents: list[IntentMetrics]
+
+    @property
+    def passed(self) -> int:
+        return sum(c.passed for c in self.cases)
+
+    @property
+    def failed(self) -> list[CaseResult]:
+        return [c for c in self.cases if not c.passed]
+
+
+def load_cases(paths: Sequence[Path]) -> tuple[list[Case], list[CaseResult]]:
+    """Cases that load, and a failed result for each file that does not (named after the file)."""
+    cases, broken = [], []
+    for path in collect_case_files(list(paths)):
+        try:
+            cases.append(load_case(path))
+        except CaseError as error:
+            broken.append(
+                CaseResult(name=path.stem, intent="invalid", path=str(path), passed=False, reasons=[str(error)])
+            )
+    names = [c.name for c in cases]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise CaseError(f"case names must be unique; repeated: {duplicates}")
+    return cases, broken
+
+
+async def run_suite(paths: Sequence[Path], *, disabled: Sequence[str] = (), concurrency: int = 8) -> EvalReport:
+    cases, broken = load_cases(paths)
+    results = await run_cases(cases, disabled=disabled, concurrency=concurrency) + broken
+    return EvalReport(disabled=list(disabled), cases=results, intents=metrics_by_intent(results))
+
+
+def load_report(path: Path) -> EvalReport:
+    return EvalReport.model_validate_json(path.read_text(encoding="utf-8"))
