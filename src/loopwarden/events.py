@@ -118,6 +118,8 @@ class ToolResultEvent(Event):
     attempts: int = 1
     duration_ms: float = 0.0
     preview: str = ""
+    checklist_done: list[str] = Field(default_factory=list)
+    """Checklist items this result completed."""
 
 
 class NudgeInjected(Event):
@@ -142,6 +144,8 @@ class RunFinished(Event):
     stop_reason: str
     output: Any = None
     totals: Totals
+    checklist: dict[str, bool] | None = None
+    """Each checklist item and whether it was done, when the run had a checklist."""
 
 
 class IntentRouted(Event):

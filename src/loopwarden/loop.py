@@ -228,8 +228,8 @@ class _Run:
         for p in proposals:
             assert p.result is not None
             self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": p.result.to_model_content()})
-            self.state.add(p.record)
-            yield self.stamp(ToolResultEvent, turn=self.turn, **p.result_fields())
+            done = self.state.add(p.record)
+            yield self.stamp(ToolResultEvent, turn=self.turn, checklist_done=done, **p.result_fields())
         self._observe("on_results", [p.record for p in proposals])
         if found := self.scope.observe((p.tool, p.result) for p in proposals):
             yield self.stamp(
@@ -462,7 +462,10 @@ class _Run:
     def _finished(self, status: Status, reason: str, output: Any, note: str = "") -> Event:
         self.totals.duration_s = time.monotonic() - self.started
         self.totals.duplicates_avoided = self.checker.duplicates_avoided
-        return self.stamp(RunFinished, status=status, stop_reason=reason, output=output, totals=self.totals)
+        checklist = self.state.checklist.snapshot() if self.state.checklist else None
+        return self.stamp(
+            RunFinished, status=status, stop_reason=reason, output=output, totals=self.totals, checklist=checklist
+        )
 
     async def _execute(self, runnable: list[Proposal]) -> None:
         executions = await self.executor.run_many([(p.tool, p.validated) for p in runnable])  # type: ignore[misc]
