@@ -1,0 +1,238 @@
+"""A Model for any endpoint that speaks OpenAI Chat Completions (DeepSeek, OpenAI, vLLM,
+Ollama, llama.cpp server, LM Studio), on the official `openai` SDK. The only module that
+imports a provider SDK.
+
+The SDK's own retries are off: this client retries 429 (honouring Retry-After), 5xx,
+connection errors and timeouts with capped exponential backoff, then raises a `ModelError`
+the loop turns into a `model_error` event. 400/401/403/404 are not retried and say what to
+fix. An empty reply, or tool-call markup that cannot be read, is asked for once more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+
+from .base import Model, ModelError, ModelReply, ModelRequest
+from .config import EndpointConfig, Tier
+from .faults import RETRYABLE_KINDS, Backoff, kind_of_status, model_error, retry_after_seconds
+from .wire import StreamAssembler, is_empty, parse_completion, recover_leaked_calls, to_wire_messages
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClientNotice:
+    """Something the client handled on its own: a retry, leaked markup, an empty reply."""
+
+    kind: str
+    """retry | leaked_markup | empty_reply"""
+    model: str
+    message: str
+    attempt: int = 0
+    delay: float = 0.0
+    status: int | None = None
+
+
+NoticeHandler = Callable[[ClientNotice], None]
+
+
+class _Attempt(Exception):
+    """One failed HTTP attempt, classified."""
+
+    def __init__(self, kind: str, detail: str, status: int | None = None, retry_after: float | None = None):
+        super().__init__(detail)
+        self.kind, self.detail, self.status, self.retry_after = kind, detail, status, retry_after
+
+
+class OpenAICompatModel:
+    """One tier of one endpoint. `name` is the model name sent to the server."""
+
+    def __init__(
+        self,
+        config: EndpointConfig,
+        tier: Tier = "cheap",
+        *,
+        on_notice: NoticeHandler | None = None,
+    ) -> None:
+        self.config = config
+        self.tier = tier
+        self.name = config.model_for(tier)
+        self.on_notice = on_notice
+        self._backoff = Backoff(config.retry_base_delay, config.retry_max_delay)
+        self._secret = config.api_key.get_secret_value() if config.api_key else None
+        self._client = openai.AsyncOpenAI(
+            # Local servers need no key, but the SDK wants one and would otherwise read
+            # OPENAI_API_KEY from the environment and send it to a server it was not meant for.
+            api_key=self._secret or "no-key",
+            base_url=config.base_url,
+            timeout=openai.Timeout(config.timeout, connect=min(config.timeout, 15.0)),
+            max_retries=0,
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatModel({self.name!r}, tier={self.tier!r}, base_url={self.config.base_url!r})"
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    # -- the Model protocol ----------------------------------------------------------------------
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        reply, unreadable = self._checked(await self._complete_with_retries(request))
+        if not (is_empty(reply) or unreadable):
+            return reply
+        what = "leaked markup with no readable call" if unreadable else "no text and no tool calls"
+        self._notify(ClientNotice("empty_reply", self.name, f"the reply had {what}; asking once more"))
+        again, unreadable = self._checked(await self._complete_with_retries(request))
+        if is_empty(again) or unreadable:
+            kind = "malformed_reply" if unreadable else "empty_reply"
+            raise self._error(kind, f"two replies in a row had {what}", None, 2)
+        # Both replies were paid for: the usage of the first one counts too.
+        return again.model_copy(update={"usage": reply.usage + again.usage})
+
+    # -- retries -------------------------------------------------------------------------------
+
+    async def _complete_with_retries(self, request: ModelRequest) -> ModelReply:
+        attempts = self.config.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return await self._attempt(request)
+            except _Attempt as failed:
+                if failed.kind not in RETRYABLE_KINDS or attempt == attempts:
+                    raise self._error(failed.kind, failed.detail, failed.status, attempt) from None
+                delay = self._backoff.delay(attempt, failed.retry_after)
+                status = f"HTTP {failed.status}" if failed.status else failed.kind
+                self._notify(
+                    ClientNotice(
+                        "retry",
+                        self.name,
+                        f"{status}; retry {attempt} of {attempts - 1} in {delay:.2f}s",
+                        attempt=attempt,
+                        delay=delay,
+                        status=failed.status,
+                    )
+                )
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    async def _attempt(self, request: ModelRequest) -> ModelReply:
+        try:
+            async with asyncio.timeout(self.config.timeout):
+                if self.config.stream:
+                    return await self._streamed(request)
+                completion = await self._client.chat.completions.create(**self._arguments(request))
+                return parse_completion(_as_dict(completion), fallback_model=self.name)
+        except TimeoutError:
+            raise _Attempt("timeout", f"no complete reply within {self.config.timeout:g}s") from None
+        except openai.APIStatusError as error:
+            raise _status_failure(error) from None
+        except openai.APITimeoutError:
+            raise _Attempt("timeout", f"no reply within {self.config.timeout:g}s") from None
+        except openai.APIConnectionError as error:
+            raise _Attempt("connection", _cause(error)) from None
+        except openai.APIError as error:  # an error event inside a stream, an unreadable body
+            raise _Attempt("server_error", error.message) from None
+        except ValueError as error:  # JSON the SDK could not decode
+            raise _Attempt("server_error", f"unreadable reply: {error}") from None
+        except Exception as error:
+            kind = _transport_kind(error)
+            if kind is None:
+                raise
+            raise _Attempt(kind, f"the reply stopped arriving: {type(error).__name__}") from None
+
+    async def _streamed(self, request: ModelRequest) -> ModelReply:
+        assembler = StreamAssembler(fallback_model=self.name)
+        stream = await self._client.chat.completions.create(
+            **self._arguments(request), stream=True, stream_options={"include_usage": True}
+        )
+        async with stream:
+            async for chunk in stream:
+                assembler.add(_as_dict(chunk))
+        return assembler.reply()
+
+    def _arguments(self, request: ModelRequest) -> dict[str, Any]:
+        arguments: dict[str, Any] = {
+            "model": self.name,
+            "messages": to_wire_messages(request.messages, echo_reasoning=self.config.echoes_reasoning),
+        }
+        if request.tools:
+            arguments["tools"] = request.tools
+            if request.tool_choice is not None:
+                arguments["tool_choice"] = request.tool_choice
+        if self.config.extra_body:
+            arguments["extra_body"] = dict(self.config.extra_body)
+        return arguments
+
+    # -- reply checks --------------------------------------------------------------------------
+
+    def _checked(self, reply: ModelReply) -> tuple[ModelReply, bool]:
+        """Recover tool calls leaked into the text; True when markup was there but unreadable."""
+        recovered, leaked = recover_leaked_calls(reply)
+        if leaked is None:
+            return reply, False
+        found = f"{len(leaked.calls)} tool call(s) recovered" if leaked.calls else "no call could be read"
+        self._notify(ClientNotice("leaked_markup", self.name, f"tool-call markup in the reply text: {found}"))
+        return recovered, leaked.unreadable
+
+    def _error(self, kind: str, detail: str, status: int | None, attempts: int) -> ModelError:
+        return model_error(
+            kind,
+            detail,
+            status=status,
+            model=self.name,
+            endpoint=self.config.base_url,
+            secret=self._secret,
+            attempts=attempts,
+        )
+
+    def _notify(self, notice: ClientNotice) -> None:
+        log.warning("%s: %s", notice.model, notice.message)
+        if self.on_notice is not None:
+            self.on_notice(notice)
+
+
+def _status_failure(error: openai.APIStatusError) -> _Attempt:
+    detail = _error_detail(error)
+    kind = kind_of_status(error.status_code, detail)
+    return _Attempt(kind, detail, error.status_code, retry_after_seconds(dict(error.response.headers)))
+
+
+def _error_detail(error: openai.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+    return error.message
+
+
+def _cause(error: Exception) -> str:
+    cause = error.__cause__
+    return f"{error} ({type(cause).__name__})" if cause else str(error)
+
+
+def _transport_kind(error: Exception) -> str | None:
+    """Transport errors raised while a stream is read are not wrapped by the SDK; they come
+    from its HTTP library (httpx or httpx2, depending on the SDK version), known by name."""
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if not type(error).__module__.startswith(("httpx", "httpcore")):
+        return None
+    return "timeout" if "TimeoutException" in names or "Timeout" in type(error).__name__ else "connection"
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    dumped = obj.model_dump() if hasattr(obj, "model_dump") else obj
+    return dumped if isinstance(dumped, dict) else {}
+
+
+def build_model(config: EndpointConfig, tier: Tier = "cheap", *, on_notice: NoticeHandler | None = None) -> Model:
+    """The model of one tier (`cheap` for tool loops, `main` for drafting, `vision` for images)."""
+    return OpenAICompatModel(config, tier, on_notice=on_notice)

@@ -1,0 +1,133 @@
+"""Endpoint configuration: flags over environment over TOML file, presets, tiers, secrets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from loopwarden.guard.budget import Price
+from loopwarden.models.config import ConfigError, EndpointConfig, default_prices, load_endpoint_config
+
+KEY = "sk-secret-abcdef0123456789"
+
+
+def test_nothing_configured_means_offline(tmp_path: Path) -> None:
+    assert load_endpoint_config(env={}) is None
+    assert load_endpoint_config(env={"HOME": str(tmp_path)}) is None  # no config file there
+
+
+def test_deepseek_key_alone_selects_the_deepseek_preset() -> None:
+    config = load_endpoint_config(env={"DEEPSEEK_API_KEY": KEY})
+    assert config is not None
+    assert config.preset == "deepseek"
+    assert config.base_url == "https://api.deepseek.com"
+    assert (config.model_for("cheap"), config.model_for("main")) == ("deepseek-flash", "deepseek-v4-pro")
+    assert config.api_key is not None and config.api_key.get_secret_value() == KEY
+    assert config.echoes_reasoning
+
+
+def test_openai_key_alone_selects_openai_and_does_not_echo_reasoning() -> None:
+    config = load_endpoint_config(env={"OPENAI_API_KEY": KEY})
+    assert config is not None and config.preset == "openai"
+    assert not config.echoes_reasoning
+
+
+def test_local_presets_need_no_key() -> None:
+    config = load_endpoint_config(preset="ollama", env={})
+    assert config is not None
+    assert config.base_url == "http://127.0.0.1:11434/v1"
+    assert config.api_key is None
+
+
+def test_flags_beat_environment_beat_file(tmp_path: Path) -> None:
+    file = tmp_path / "loopwarden.toml"
+    file.write_text(
+        '[endpoint]\nbase_url = "http://file:1/v1"\ncheap_model = "file-cheap"\nmain_model = "file-main"\ntimeout = 9\n'
+    )
+    env = {"LOOPWARDEN_BASE_URL": "http://env:2/v1", "LOOPWARDEN_MAIN_MODEL": "env-main"}
+    config = load_endpoint_config(config_file=file, env=env, cheap_model="flag-cheap")
+    assert config is not None
+    assert config.base_url == "http://env:2/v1"
+    assert (config.cheap_model, config.main_model) == ("flag-cheap", "env-main")
+    assert config.timeout == 9
+    flagged = load_endpoint_config(config_file=file, env=env, base_url="http://flag:3/v1")
+    assert flagged is not None and flagged.base_url == "http://flag:3/v1"
+
+
+def test_default_config_file_is_read_from_xdg_config_home(tmp_path: Path) -> None:
+    folder = tmp_path / "loopwarden"
+    folder.mkdir()
+    (folder / "config.toml").write_text('preset = "vllm"\nmodel = "qwen"\n')
+    config = load_endpoint_config(env={"XDG_CONFIG_HOME": str(tmp_path)})
+    assert config is not None
+    assert (config.base_url, config.cheap_model, config.main_model) == ("http://127.0.0.1:8000/v1", "qwen", "qwen")
+
+
+def test_one_model_flag_sets_both_tiers_over_a_preset() -> None:
+    config = load_endpoint_config(preset="deepseek", model="deepseek-v4-pro", env={"DEEPSEEK_API_KEY": KEY})
+    assert config is not None
+    assert config.cheap_model == config.main_model == "deepseek-v4-pro"
+
+
+def test_loopwarden_api_key_wins_over_the_provider_key() -> None:
+    config = load_endpoint_config(
+        preset="deepseek", env={"DEEPSEEK_API_KEY": "sk-provider-000000", "LOOPWARDEN_API_KEY": KEY}
+    )
+    assert config is not None and config.api_key is not None
+    assert config.api_key.get_secret_value() == KEY
+
+
+def test_env_values_are_converted_and_checked() -> None:
+    config = load_endpoint_config(
+        env={
+            "LOOPWARDEN_BASE_URL": "http://x/v1",
+            "LOOPWARDEN_MODEL": "m",
+            "LOOPWARDEN_TIMEOUT": "2.5",
+            "LOOPWARDEN_MAX_RETRIES": "1",
+            "LOOPWARDEN_STREAM": "true",
+        }
+    )
+    assert config is not None and (config.timeout, config.max_retries, config.stream) == (2.5, 1, True)
+    with pytest.raises(ConfigError, match="timeout"):
+        load_endpoint_config(
+            env={"LOOPWARDEN_BASE_URL": "http://x/v1", "LOOPWARDEN_MODEL": "m", "LOOPWARDEN_TIMEOUT": "-1"}
+        )
+
+
+def test_errors_a_user_can_act_on(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"unknown preset 'nope'.*deepseek"):
+        load_endpoint_config(preset="nope", env={})
+    with pytest.raises(ConfigError, match="no model name"):
+        load_endpoint_config(base_url="http://x/v1", env={})
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_endpoint_config(config_file=tmp_path / "missing.toml", env={})
+    bad = tmp_path / "bad.toml"
+    bad.write_text("base_url = [")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_endpoint_config(config_file=bad, env={})
+
+
+def test_the_key_never_shows_in_repr_dump_or_description() -> None:
+    config = load_endpoint_config(env={"DEEPSEEK_API_KEY": KEY})
+    assert config is not None
+    for shown in (repr(config), str(config), config.model_dump_json(), config.describe(), str(config.model_dump())):
+        assert KEY not in shown
+
+
+def test_vision_tier_falls_back_to_the_cheap_model() -> None:
+    config = EndpointConfig(base_url="http://x/v1", cheap_model="c", main_model="m")
+    assert config.model_for("vision") == "c"
+
+
+def test_default_prices_cover_the_deepseek_models_and_cost_cached_tokens_less() -> None:
+    config = load_endpoint_config(env={"DEEPSEEK_API_KEY": KEY})
+    assert config is not None
+    prices = default_prices(config)
+    assert set(prices) == {"deepseek-flash", "deepseek-v4-pro"}
+    assert all(isinstance(p, Price) for p in prices.values())
+    from loopwarden.models.base import Usage
+
+    fresh = prices["deepseek-flash"].cost(Usage(prompt_tokens=1_000_000, completion_tokens=0))
+    cached = prices["deepseek-flash"].cost(Usage(prompt_tokens=1_000_000, completion_tokens=0, cached_tokens=1_000_000))
+    assert cached < fresh
