@@ -64,9 +64,11 @@ _NUMBER_WORDS = {
 }
 _UNIT_DAYS = {"d": 1, "day": 1, "w": 7, "wk": 7, "week": 7, "m": 30, "mo": 30, "month": 30, "y": 365, "year": 365}
 _UNIT_ALIASES = {"days": "day", "weeks": "week", "wks": "wk", "months": "month", "mos": "mo", "years": "year"}
-_NUMBER = r"(\d+|" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")"
+_NUMBER_WORD = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
 _UNIT = r"(days?|d|weeks?|wks?|wk|w|months?|mos?|m|years?|y)"
-_DURATION = re.compile(rf"\b{_NUMBER}[\s_-]*{_UNIT}\b", re.IGNORECASE)
+# Digits may touch their unit (`2w`); a number word needs a separator (`two weeks`), or `and` would be "a" "nd".
+_NUMBER_AND_UNIT = rf"(?:(\d+)[\s_-]*|({_NUMBER_WORD})[\s_-]+){_UNIT}"
+_DURATION = re.compile(rf"\b{_NUMBER_AND_UNIT}\b", re.IGNORECASE)
 _BARE_UNIT = re.compile(r"\b(?:last|past|previous|this)[\s_-]+(day|week|fortnight|month|year)\b", re.IGNORECASE)
 _FORTNIGHT = re.compile(r"\bfortnight\b", re.IGNORECASE)
 
@@ -75,7 +77,7 @@ def parse_duration_days(text: str) -> int | None:
     """Days in the first duration named in `text` (`2w`, `two_weeks`, `14 days`, `last month`)."""
     match = _DURATION.search(text)
     if match:
-        number, unit = match.group(1).lower(), match.group(2).lower()
+        number, unit = (match.group(1) or match.group(2)).lower(), match.group(3).lower()
         count = int(number) if number.isdigit() else _NUMBER_WORDS[number]
         return count * _UNIT_DAYS[_UNIT_ALIASES.get(unit, unit)]
     bare = _BARE_UNIT.search(text)
@@ -88,7 +90,7 @@ def parse_duration_days(text: str) -> int | None:
 
 
 _RELATIVE_DAY_OFFSETS = {"today": 0, "now": 0, "tonight": 0, "this morning": 0, "yesterday": -1, "tomorrow": 1}
-_AGO = re.compile(rf"\b{_NUMBER}[\s_-]*{_UNIT}[\s_-]+ago\b", re.IGNORECASE)
+_AGO = re.compile(rf"\b{_NUMBER_AND_UNIT}[\s_-]+ago\b", re.IGNORECASE)
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 
 
