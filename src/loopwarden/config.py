@@ -15,6 +15,9 @@ WRAP_UP_NUDGE = (
 )
 WRAP_UP_REQUEST = "Stop calling tools now. Using only what you have gathered so far, give your final answer."
 CHECKLIST_DONE_REQUEST = "Every required step is done. Give your final answer to the user now, from the results above."
+CHECKLIST_OPEN_REMINDER = (
+    "The task is not done yet. Still to do: {missing}. Do not describe it: call the tool for the next step."
+)
 
 
 @dataclass(frozen=True)
@@ -30,3 +33,5 @@ class LoopConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     nudge_text: str = WRAP_UP_NUDGE
     phase: str = "tools"
+    disabled_detectors: frozenset[str] = frozenset()
+    """Names of detectors to switch off ("cycle", "error_loop", "no_progress", "repetition", "monologue")."""

@@ -174,6 +174,29 @@ class ToolsDiscovered(Event):
     n_tools_offered_next: int
 
 
+class ApprovalRequired(Event):
+    """A `requires_approval` call waits for a decision (approval.py). `resume` is the
+    serialisable state (`PendingApproval`) from which the run can be resumed elsewhere."""
+
+    type: Literal["approval_required"] = "approval_required"
+    turn: int
+    call_id: str
+    tool: str
+    arguments: Any
+    args_hash: str
+    resume: dict[str, Any] = Field(default_factory=dict)
+
+
+class ApprovalDecided(Event):
+    type: Literal["approval_decided"] = "approval_decided"
+    turn: int
+    call_id: str
+    tool: str
+    approved: bool
+    reason: str | None = None
+    by: str | None = None
+
+
 E = TypeVar("E", bound=Event)
 
 

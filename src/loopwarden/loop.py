@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .config import CHECKLIST_DONE_REQUEST, WRAP_UP_REQUEST, LoopConfig
+from .approval import ApprovalGate, ApprovalReview
+from .config import CHECKLIST_DONE_REQUEST, CHECKLIST_OPEN_REMINDER, WRAP_UP_REQUEST, LoopConfig
 from .events import (
     Event,
     EventStamper,
@@ -35,8 +36,8 @@ from .events import (
     Totals,
 )
 from .executor import Executor
+from .guard import DetectorFactory, build_detectors
 from .guard.budget import HARD_BUDGET_REASONS
-from .guard.detector import Detector
 from .guard.fingerprint import args_hash
 from .guard.ladder import Finding, Rung
 from .guard.repeat import RepeatGuard
@@ -80,7 +81,11 @@ class Agent:
     config: LoopConfig = field(default_factory=LoopConfig)
     checklist: Sequence[ChecklistItem] = ()
     verifiers: Sequence[Verifier] = ()
-    detectors: Sequence[type[Detector]] = ()
+    detectors: Sequence[DetectorFactory] | None = None
+    """Loop detectors, one fresh set per run; the default set when None (see guard.default_detectors),
+    none when empty. `config.disabled_detectors` switches any of them off by name."""
+    approvals: ApprovalGate | None = None
+    """Decides `requires_approval` calls in process; without one such calls are denied."""
     principal_roles: frozenset[str] | None = None
     offered: Sequence[str] | None = None
     """Names of the tools offered each turn; all registered tools when None."""
@@ -141,7 +146,8 @@ class _Run:
         self.totals = Totals()
         self.state = RunState(checklist=Checklist(agent.checklist) if agent.checklist else None)
         self.repeats = RepeatGuard(self.config.ladder)
-        self.detectors = [make() for make in agent.detectors]
+        self.detectors = build_detectors(agent.detectors, self.config.disabled_detectors)
+        self.approvals = ApprovalReview(agent.approvals, self.stamp, lambda: self.messages)
         roles = agent.principal.roles if agent.principal else agent.principal_roles
         self.scope = Scope(agent.registry, roles, RunClock(agent.clock), agent.tool_search)
         self.checker = ProposalChecker(agent.registry, self.repeats, roles, self.scope.arguments.prepare)
@@ -196,6 +202,8 @@ class _Run:
             yield self._model_event(reply)
             async for event in self._on_text(reply):
                 yield event
+            if not reply.tool_calls and self._keep_working(reply):
+                continue
             if not reply.tool_calls:
                 async for event in self._finish_with_answer(reply, "final_answer"):
                     yield event
@@ -208,7 +216,6 @@ class _Run:
                 return
 
     async def _run_calls(self, reply: ModelReply) -> AsyncIterator[Event]:
-        self.turn_findings = []
         offered = set(self._offered_now())
         self.narrowed, self.forced_choice = set(), None
         proposals = [self.checker.check(call, self.turn, offered) for call in reply.tool_calls]
@@ -224,6 +231,8 @@ class _Run:
             )
             yield self._verdict_event(p)
         self._observe("on_calls", [p.record for p in proposals])
+        async for event in self.approvals.review(proposals, self.turn):
+            yield event
         await self._execute([p for p in proposals if p.runnable])
         for p in proposals:
             assert p.result is not None
@@ -282,27 +291,45 @@ class _Run:
                 self._narrow(finding)
             if finding.rung in (Rung.NUDGE, Rung.NARROW) and finding.detector not in self.nudged:
                 self.nudged.add(finding.detector)
-                self.messages.append({"role": "user", "content": self.config.nudge_text})
-                yield self.stamp(NudgeInjected, turn=self.turn, detector=finding.detector, text=self.config.nudge_text)
+                text = finding.nudge or self.config.nudge_text
+                self.messages.append({"role": "user", "content": text})
+                yield self.stamp(NudgeInjected, turn=self.turn, detector=finding.detector, text=text)
 
     def _narrow(self, finding: Finding) -> None:
         terminal = next((t for t in self.agent.registry if t.terminal and t.wire_name in self.offered), None)
         if terminal is not None:
             self.forced_choice = {"type": "function", "function": {"name": terminal.wire_name}}
+        elif finding.require_call:
+            self.forced_choice = "required"
         else:
             self.narrowed |= set(finding.tools)
 
     async def _on_text(self, reply: ModelReply) -> AsyncIterator[Event]:
+        """Text detectors see every reply; with calls, their findings wait for the turn's results."""
+        self.turn_findings, self.text_flagged = [], False
+        self.state.add_reply(self.turn, reply.text or "", len(reply.tool_calls), bool(self.last_offered))
         if not reply.text:
             return
-        self.state.texts.append(reply.text)
-        self.turn_findings = []
         for detector in self.detectors:
-            finding = detector.on_text(self.turn, reply.text, bool(self._offered_now()), self.state)
+            finding = detector.on_text(self.turn, reply.text, bool(self.last_offered), self.state)
             if finding is not None:
                 self.turn_findings.append(finding)
-        for event in self._apply_findings():
-            yield event
+        if self.turn_findings and not reply.tool_calls:
+            self.text_flagged = True  # not accepted as the answer: steer (or stop) and go on
+            self.messages.append(reply.assistant_message())
+            for event in self._apply_findings():
+                yield event
+
+    def _keep_working(self, reply: ModelReply) -> bool:
+        """A text-only reply is no answer while text detectors object to it, or while declared
+        work is open and tools are offered (then the model is reminded what is left)."""
+        if self.text_flagged:
+            return True
+        if not (self.state.task_open and self.last_offered and self.state.checklist):
+            return False
+        reminder = CHECKLIST_OPEN_REMINDER.format(missing=", ".join(self.state.checklist.missing))
+        self.messages += [reply.assistant_message(), {"role": "user", "content": reminder}]
+        return True
 
     # -- ending ----------------------------------------------------------------------------------
 

@@ -63,6 +63,8 @@ class Proposal:
             result=self.result,
             executed=self.attempts > 0,
             cached=self.cached,
+            exempt=bool(self.tool and (self.tool.repeatable or self.tool.terminal)),
+            writes=bool(self.tool and self.tool.side_effect == "write"),
         )
 
     def verdict_fields(self) -> dict[str, Any]:

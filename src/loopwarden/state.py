@@ -24,6 +24,20 @@ class CallRecord:
     result: ToolResult | None = None
     executed: bool = False
     cached: bool = False
+    exempt: bool = False
+    """A `repeatable` (polling) or `terminal` tool: never evidence of a loop."""
+    writes: bool = False
+    """A `write` tool: a new write is progress even when its result text is not new."""
+
+
+@dataclass(frozen=True)
+class ReplyRecord:
+    """One model reply in the tool phase, as the text detectors see it."""
+
+    turn: int
+    text: str
+    n_calls: int
+    tools_offered: bool
 
 
 @dataclass(frozen=True)
@@ -59,6 +73,11 @@ class Checklist:
         return [item.name for item in self.items if item.required]
 
     @property
+    def missing(self) -> list[str]:
+        """Required items not done yet, in declared order."""
+        return [name for name in self.required if name not in self.done]
+
+    @property
     def complete(self) -> bool:
         return bool(self.items) and all(name in self.done for name in self.required)
 
@@ -71,8 +90,21 @@ class RunState:
     checklist: Checklist | None = None
     records: list[CallRecord] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
+    replies: list[ReplyRecord] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     """Free room for detectors and applications; keyed by their name."""
+
+    @property
+    def task_open(self) -> bool:
+        """A checklist is declared and some required item is not done yet."""
+        return self.checklist is not None and not self.checklist.complete
+
+    def add_reply(self, turn: int, text: str, n_calls: int, tools_offered: bool) -> ReplyRecord:
+        reply = ReplyRecord(turn, text, n_calls, tools_offered)
+        self.replies.append(reply)
+        if text:
+            self.texts.append(text)
+        return reply
 
     def add(self, record: CallRecord) -> list[str]:
         self.records.append(record)

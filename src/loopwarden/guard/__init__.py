@@ -1,18 +1,62 @@
 """Guards decide, before and after every tool call, whether the run is still making progress."""
 
+from collections.abc import Callable, Collection, Sequence
+
 from .budget import Budgets, Price
+from .cycles import CycleDetector
+from .detector import Detector
+from .error_loop import ErrorLoopDetector
 from .fingerprint import args_hash, canonical_json, fingerprint
 from .ladder import Finding, Ladder, Rung
+from .monologue import MonologueDetector
+from .no_progress import NoProgressDetector
 from .repeat import RepeatGuard
+from .repetition import RepetitionDetector
+
+DetectorFactory = Callable[[], Detector]
+"""Makes a fresh detector for one run (a class with default thresholds, or a lambda/partial)."""
+
+DEFAULT_DETECTORS: dict[str, DetectorFactory] = {
+    "cycle": CycleDetector,
+    "error_loop": ErrorLoopDetector,
+    "no_progress": NoProgressDetector,
+    "repetition": RepetitionDetector,
+    "monologue": MonologueDetector,
+}
+
+
+def default_detectors(disabled: Collection[str] = ()) -> list[DetectorFactory]:
+    """The detectors an Agent uses when given none, minus those named in `disabled`."""
+    unknown = set(disabled) - set(DEFAULT_DETECTORS) - {"repeated_call"}
+    if unknown:
+        raise ValueError(f"unknown detector names: {sorted(unknown)}; known: {sorted(DEFAULT_DETECTORS)}")
+    return [make for name, make in DEFAULT_DETECTORS.items() if name not in disabled]
+
+
+def build_detectors(factories: Sequence[DetectorFactory] | None, disabled: Collection[str] = ()) -> list[Detector]:
+    """One run's detectors: the defaults when `factories` is None, none when it is empty."""
+    chosen = default_detectors(disabled) if factories is None else factories
+    return [detector for detector in (make() for make in chosen) if detector.name not in disabled]
+
 
 __all__ = [
+    "DEFAULT_DETECTORS",
     "Budgets",
+    "CycleDetector",
+    "Detector",
+    "DetectorFactory",
+    "ErrorLoopDetector",
     "Finding",
     "Ladder",
+    "MonologueDetector",
+    "NoProgressDetector",
     "Price",
     "RepeatGuard",
+    "RepetitionDetector",
     "Rung",
     "args_hash",
+    "build_detectors",
     "canonical_json",
+    "default_detectors",
     "fingerprint",
 ]

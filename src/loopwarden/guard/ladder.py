@@ -42,3 +42,7 @@ class Finding:
     evidence: list[str] = field(default_factory=list)
     tools: frozenset[str] = frozenset()
     count: int | None = None
+    nudge: str | None = None
+    """The steering message for this detector; the loop's generic one when None."""
+    require_call: bool = False
+    """Narrowing asks for a tool call (`tool_choice="required"`) instead of removing tools."""

@@ -1,0 +1,144 @@
+"""Approval: a human decides before a `requires_approval` tool runs.
+
+In process, an `ApprovalGate` passed to the Agent holds the decisions. When the model proposes
+such a call, the run yields `ApprovalRequired` (call id, tool, arguments) and waits on the gate;
+whoever consumes the events calls `gate.decide(call_id, approve, reason)` (before pulling the
+next event, or from another task). An approved call runs; a denied one becomes a structured
+`denied` result the model reads and can act on. No decision within the gate's timeout is a denial.
+
+Everything needed to resume elsewhere is in the event: `PendingApproval` is plain data
+(messages so far, the pending calls), so a server can persist it and resume after a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from .events import ApprovalDecided, ApprovalRequired, Event, EventStamper
+from .guard.fingerprint import args_hash
+from .tools import ToolResult
+
+if TYPE_CHECKING:
+    from .models.base import Message
+    from .proposals import Proposal
+
+
+class Decision(BaseModel):
+    approve: bool
+    reason: str | None = None
+    by: str | None = None
+
+
+class PendingCall(BaseModel):
+    call_id: str
+    tool: str
+    arguments: Any
+    turn: int
+
+
+class PendingApproval(BaseModel):
+    """The resumable state of a run waiting for approval: serialisable as JSON."""
+
+    run_id: str
+    turn: int
+    calls: list[PendingCall]
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+
+
+@dataclass
+class ApprovalGate:
+    """Decisions on calls that need approval, by call id. One gate may serve many runs."""
+
+    timeout: float | None = None
+    """Seconds to wait for a decision; None waits as long as the run's budgets allow."""
+    _decisions: dict[str, Decision] = field(default_factory=dict)
+    _waiting: dict[str, asyncio.Future[Decision]] = field(default_factory=dict)
+    pending: dict[str, PendingCall] = field(default_factory=dict)
+    """Calls waiting for a decision right now."""
+
+    def decide(self, call_id: str, approve: bool, reason: str | None = None, *, by: str | None = None) -> None:
+        """Approve or deny a call (pending now, or announced ahead of time)."""
+        decision = Decision(approve=approve, reason=reason, by=by)
+        future = self._waiting.pop(call_id, None)
+        if future is not None and not future.done():
+            future.set_result(decision)
+        else:
+            self._decisions[call_id] = decision
+
+    def approve(self, call_id: str, reason: str | None = None, *, by: str | None = None) -> None:
+        self.decide(call_id, True, reason, by=by)
+
+    def deny(self, call_id: str, reason: str | None = None, *, by: str | None = None) -> None:
+        self.decide(call_id, False, reason, by=by)
+
+    async def wait(self, call: PendingCall) -> Decision:
+        if call.call_id in self._decisions:
+            return self._decisions.pop(call.call_id)
+        future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
+        self._waiting[call.call_id] = future
+        self.pending[call.call_id] = call
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await future
+        except TimeoutError:
+            return Decision(approve=False, reason=f"no decision within {self.timeout:g} s", by="timeout")
+        finally:
+            self._waiting.pop(call.call_id, None)
+            self.pending.pop(call.call_id, None)
+
+
+def denial_result(tool: str, decision: Decision) -> ToolResult:
+    why = f": {decision.reason}" if decision.reason else ""
+    return ToolResult.failure(
+        "denied",
+        f"the user denied this call to {tool}{why}. It was not run.",
+        user_action="do not retry this call; continue without it or ask the user what to do instead",
+    )
+
+
+@dataclass
+class ApprovalReview:
+    """The loop's side of approval: announce, wait, apply the decision to each proposal."""
+
+    gate: ApprovalGate | None
+    stamp: EventStamper
+    messages: Callable[[], Sequence[Message]]
+
+    async def review(self, proposals: Sequence[Proposal], turn: int) -> AsyncIterator[Event]:
+        needing = [p for p in proposals if p.runnable and p.tool is not None and p.tool.requires_approval]
+        if not needing:
+            return
+        calls = [PendingCall(call_id=p.call.id, tool=p.call.name, arguments=p.arguments, turn=turn) for p in needing]
+        resume = PendingApproval(run_id=self.stamp.run_id, turn=turn, calls=calls, messages=list(self.messages()))
+        for p, call in zip(needing, calls, strict=True):
+            yield self.stamp(
+                ApprovalRequired,
+                turn=turn,
+                call_id=call.call_id,
+                tool=call.tool,
+                arguments=call.arguments,
+                args_hash=args_hash(call.arguments),
+                resume=resume.model_dump(mode="json"),
+            )
+            decision = await self._decide(call)
+            yield self.stamp(
+                ApprovalDecided,
+                turn=turn,
+                call_id=call.call_id,
+                tool=call.tool,
+                approved=decision.approve,
+                reason=decision.reason,
+                by=decision.by,
+            )
+            if not decision.approve:
+                p.result = denial_result(call.tool, decision)
+
+    async def _decide(self, call: PendingCall) -> Decision:
+        if self.gate is None:
+            return Decision(approve=False, reason="no one can approve calls in this run (no gate)", by="runtime")
+        return await self.gate.wait(call)

@@ -1,0 +1,136 @@
+"""Cycles: the same short sequence of calls over and over (A-B-A-B, A-B-C-A-B-C, ...).
+
+The call sequence is the run's fingerprints in order. After each turn the detector looks for
+the period p (2..max_period) whose repetition explains the longest tail of the sequence; when
+that tail holds at least `min_repeats` full periods, the run is cycling. Each further full
+period escalates one rung (steer, narrow, stop). A cycle that is interrupted by other work and
+then re-established within the window is the same cycle: it resumes one rung higher instead of
+starting over. Period 1 (the same call again) is the repeated-call ladder's job, not this one's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .detector import Detector
+from .ladder import Finding, Ladder
+
+if TYPE_CHECKING:
+    from ..state import CallRecord, RunState
+
+CYCLE_NUDGE = (
+    "You are going around in a cycle: the same sequence of tool calls keeps coming back with the same "
+    "results. Do not start it again. Use what those calls already returned, try a different approach, "
+    "or give your final answer."
+)
+
+
+@dataclass(frozen=True)
+class Cycle:
+    pattern: tuple[str, ...]
+    """One period, in the order it last occurred."""
+    span: int
+    """How many trailing calls the repetition explains."""
+
+    @property
+    def period(self) -> int:
+        return len(self.pattern)
+
+    @property
+    def repeats(self) -> int:
+        return self.span // self.period
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """Rotation-independent identity: A-B and B-A are one cycle."""
+        rotations = [self.pattern[i:] + self.pattern[:i] for i in range(self.period)]
+        return min(rotations)
+
+
+def _primitive(pattern: Sequence[str]) -> bool:
+    """Not itself a repetition of a shorter pattern (A-B-A-B is A-B twice, A-A is A)."""
+    n = len(pattern)
+    return not any(n % d == 0 and list(pattern[d:]) == list(pattern[:-d]) for d in range(1, n))
+
+
+def tail_cycle(sequence: Sequence[str], max_period: int) -> Cycle | None:
+    """The repetition that explains the longest tail of `sequence` (ties: the shortest period)."""
+    best: Cycle | None = None
+    for period in range(2, max_period + 1):
+        if len(sequence) < period:
+            break
+        span = period
+        while span < len(sequence) and sequence[-span - 1] == sequence[-span - 1 + period]:
+            span += 1
+        pattern = tuple(sequence[-period:])
+        if not _primitive(pattern):
+            continue
+        if best is None or span > best.span:
+            best = Cycle(pattern, span)
+    return best
+
+
+class CycleDetector(Detector):
+    name = "cycle"
+    stop_reason = "cycle"
+
+    def __init__(
+        self, *, max_period: int = 8, min_repeats: int = 2, window: int | None = None, ladder: Ladder | None = None
+    ) -> None:
+        if max_period < 2 or min_repeats < 2:
+            raise ValueError("a cycle needs a period of at least 2 and at least 2 repeats")
+        self.max_period = max_period
+        self.min_repeats = min_repeats
+        self.window = window if window is not None else 4 * max_period
+        self.ladder = ladder or Ladder(nudge_at=1, narrow_at=2, stop_at=3)
+        self._sequence: list[str] = []  # the most recent calls only
+        self._position = 0  # calls seen in the run
+        self._tools: dict[str, str] = {}
+        self._level: dict[tuple[str, ...], int] = {}
+        self._last_seen: dict[tuple[str, ...], int] = {}
+        self._current: tuple[tuple[str, ...], int] | None = None  # (key, repeats already answered)
+
+    def on_calls(self, turn: int, records: list[CallRecord], state: RunState) -> Finding | None:
+        for record in records:
+            if not record.exempt:
+                self._sequence.append(record.fingerprint)
+                self._tools[record.fingerprint] = record.tool
+                self._position += 1
+        if all(r.exempt for r in records):
+            return None
+        del self._sequence[: -(self.window + self.max_period)]
+        cycle = tail_cycle(self._sequence, self.max_period)
+        if cycle is None or cycle.repeats < self.min_repeats:
+            self._current = None
+            return None
+        return self._escalate(cycle, turn)
+
+    def _escalate(self, cycle: Cycle, turn: int) -> Finding | None:
+        key, position = cycle.key, self._position
+        if self._current is not None and self._current[0] == key:
+            if cycle.repeats <= self._current[1]:
+                return None  # mid-period: nothing new since the last rung
+        elif position - self._last_seen.get(key, -(10**9)) > self.window + cycle.span:
+            self._level.pop(key, None)  # seen too long ago to be the same cycle resuming
+        self._current = (key, cycle.repeats)
+        self._last_seen[key] = position
+        level = self._level.get(key, 0) + 1
+        self._level[key] = level
+        rung = self.ladder.rung(level)
+        tools = frozenset(self._tools[fp] for fp in cycle.pattern)
+        resumed = " (resumed after other work)" if level > cycle.repeats - self.min_repeats + 1 else ""
+        return Finding(
+            detector=self.name,
+            rung=rung,
+            reason=(
+                f"a cycle of {cycle.period} calls repeated {cycle.repeats} times{resumed}: "
+                + " -> ".join(fp.split(":", 1)[0] for fp in cycle.pattern)
+            ),
+            stop_reason=self.stop_reason,
+            evidence=list(cycle.pattern),
+            tools=tools,
+            count=cycle.repeats,
+            nudge=CYCLE_NUDGE,
+        )

@@ -1,0 +1,138 @@
+"""Content repetition: model text that chants.
+
+Three signs: one sentence many times in one reply; a short token group repeated back to back
+("SELECT SELECT SELECT ..."); the same sentence coming back reply after reply with no tool call
+in between. Code fences, indented code, tables and list items are removed first: a long code
+block or a 50-row table repeats its shape by nature and is not chanting.
+
+Every reply showing a sign is a strike; strikes climb the ladder (steer, narrow, stop).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from .detector import Detector
+from .ladder import Finding, Ladder, Rung
+
+if TYPE_CHECKING:
+    from ..state import RunState
+
+REPETITION_NUDGE = (
+    "Your reply repeats the same words over and over. Do not repeat yourself: say each thing once. "
+    "If the work is done, give the final answer once; if not, take the next step with a tool."
+)
+
+_FENCE = re.compile(r"(```|~~~).*?(\1|\Z)", re.DOTALL)
+_STRUCTURED_LINE = re.compile(
+    r"^(?:\s*\|.*|\s*[-+*•]\s.*|\s*\d+[.)]\s.*|\s*>.*|(?: {4}|\t).*|\s*[-=|: ]{3,}\s*)$",
+    re.MULTILINE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+_TOKEN = re.compile(r"\w+", re.UNICODE)  # words only: "......" or "----" is punctuation, not chanting
+
+
+def prose(text: str) -> str:
+    """The running text of a reply: no code, tables, list items or quotes."""
+    text = _FENCE.sub("\n", text)
+    return _STRUCTURED_LINE.sub("", text)
+
+
+def sentences(text: str, min_words: int = 3) -> list[str]:
+    """Normalised sentences of at least `min_words` words."""
+    found = []
+    for raw in _SENTENCE_END.split(text):
+        sentence = " ".join(raw.lower().split())
+        if len(sentence.split()) >= min_words:
+            found.append(sentence)
+    return found
+
+
+def longest_token_run(text: str, max_group: int = 4) -> tuple[str, int]:
+    """The token group (1..max_group tokens) repeated back to back the most, and how often."""
+    tokens = [t.lower() for t in _TOKEN.findall(text)]
+    best, best_count = "", 0
+    for size in range(1, max_group + 1):
+        i = 0
+        while i + size <= len(tokens):
+            group = tokens[i : i + size]
+            count, j = 1, i + size
+            while tokens[j : j + size] == group:
+                count, j = count + 1, j + size
+            if count > best_count:
+                best, best_count = " ".join(group), count
+            i = j if count > 1 else i + 1
+    return best, best_count
+
+
+class RepetitionDetector(Detector):
+    name = "repetition"
+    stop_reason = "repetition"
+
+    def __init__(
+        self,
+        *,
+        sentence_repeats: int = 3,
+        token_repeats: int = 10,
+        across_replies: int = 3,
+        ladder: Ladder | None = None,
+    ) -> None:
+        self.sentence_repeats = sentence_repeats
+        self.token_repeats = token_repeats
+        self.across_replies = across_replies
+        self.ladder = ladder or Ladder(nudge_at=1, narrow_at=2, stop_at=3)
+        self._strikes = 0
+        self._spoken: Counter[str] = Counter()  # sentence -> text-only replies it appeared in
+        self._last_text_turn = 0
+        self._tool_call_since_last_text = False
+
+    def on_text(self, turn: int, text: str, tools_offered: bool, state: RunState) -> Finding | None:
+        body = prose(text)
+        self._tool_call_since_last_text = self._called_since(self._last_text_turn, state)
+        self._last_text_turn = turn
+        evidence = self._signs(body, text_only=self._text_only(turn, state))
+        if not evidence:
+            return None
+        self._strikes += 1
+        rung = self.ladder.rung(self._strikes)
+        if rung == Rung.NONE:
+            return None
+        return Finding(
+            detector=self.name,
+            rung=rung,
+            reason=f"repeated text ({evidence[0]})",
+            stop_reason=self.stop_reason,
+            evidence=evidence,
+            count=self._strikes,
+            nudge=REPETITION_NUDGE,
+        )
+
+    def _signs(self, body: str, *, text_only: bool) -> list[str]:
+        evidence = []
+        counts = Counter(sentences(body))
+        for sentence, n in counts.most_common(3):
+            if n >= self.sentence_repeats:
+                evidence.append(f"{n}x in one reply: {sentence[:200]}")
+        group, run = longest_token_run(body)
+        if run >= self.token_repeats:
+            evidence.append(f"{run}x back to back: {group[:80]}")
+        if text_only:
+            if self._tool_call_since_last_text:
+                self._spoken.clear()
+            for sentence in counts:
+                self._spoken[sentence] += 1
+                if self._spoken[sentence] >= self.across_replies and counts[sentence] < self.sentence_repeats:
+                    evidence.append(f"in {self._spoken[sentence]} replies: {sentence[:200]}")
+        return evidence
+
+    @staticmethod
+    def _called_since(turn: int, state: RunState) -> bool:
+        return any(reply.n_calls for reply in state.replies if reply.turn > turn)
+
+    @staticmethod
+    def _text_only(turn: int, state: RunState) -> bool:
+        """Whether this reply carried no tool call (replies with calls narrate work and may repeat)."""
+        last = state.replies[-1] if state.replies else None
+        return last is not None and last.turn == turn and last.n_calls == 0
