@@ -148,7 +148,7 @@ class ScriptedServer:
         self._lock = threading.Lock()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._http.daemon_threads = True
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.02,), daemon=True)
         self._thread.start()
 
     @property
@@ -200,7 +200,7 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 return
             body = json.loads(raw or b"{}")
             server.requests.append(body)
-            server.headers.append(dict(self.headers.items()))
+            server.headers.append({k.lower(): v for k, v in self.headers.items()})
             scripted = server.next_reply(body)
             if scripted.delay:
                 server.closing.wait(scripted.delay)
