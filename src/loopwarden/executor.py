@@ -11,11 +11,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from pydantic import BaseModel, ValidationError
 
 from .tools import Tool, ToolResult
 
-RETRYABLE_EXCEPTIONS: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError)
+RETRYABLE_EXCEPTIONS: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError, httpx.TransportError)
+RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
 @dataclass(frozen=True)
@@ -26,10 +28,20 @@ class RetryPolicy:
     base_delay: float = 0.25
     max_delay: float = 8.0
     jitter: float = 0.5
+    max_elapsed: float | None = None
+    """No new attempt starts once this many seconds have passed since the first."""
 
-    def delay(self, attempt: int, rng: random.Random) -> float:
+    def delay(self, attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
+        """Backoff before attempt `attempt + 1`; a server's Retry-After wins, still capped."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_delay)
         raw = min(self.base_delay * (2 ** (attempt - 1)), self.max_delay)
         return float(raw * (1 - self.jitter + self.jitter * rng.random()))
+
+    def gives_up(self, attempt: int, elapsed: float, next_delay: float) -> bool:
+        if attempt >= self.max_attempts:
+            return True
+        return self.max_elapsed is not None and elapsed + next_delay >= self.max_elapsed
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,53 @@ def describe_validation_error(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def validation_errors(error: ValidationError) -> list[dict[str, Any]]:
+    """The same, as data: field, what was expected, what came (absent when missing)."""
+    errors: list[dict[str, Any]] = []
+    for item in error.errors():
+        entry: dict[str, Any] = {
+            "field": ".".join(str(p) for p in item["loc"]) or "(arguments)",
+            "expected": item["msg"],
+            "kind": item["type"],
+        }
+        if item["type"] != "missing":
+            entry["got"] = item.get("input")
+        errors.append(entry)
+    return errors
+
+
+def exception_result(tool: Tool, error: Exception) -> ToolResult:
+    """A raised exception as a result; network trouble and HTTP 408/429/5xx are retryable."""
+    text = f"{type(error).__name__}: {error}"
+    if isinstance(error, httpx.HTTPStatusError):
+        status = error.response.status_code
+        return ToolResult.failure(
+            f"http_{status}",
+            text,
+            retryable=status in RETRYABLE_STATUS,
+            data={"status_code": status, "retry_after": _retry_after(error.response)},
+        )
+    if isinstance(error, TimeoutError | httpx.TimeoutException):
+        return ToolResult.failure("timeout", text, retryable=True)
+    if isinstance(error, RETRYABLE_EXCEPTIONS):
+        return ToolResult.failure("connection_error", text, retryable=True)
+    return ToolResult.failure("exception", text, retryable=False)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:  # an HTTP date: fall back to our own backoff
+        return None
+
+
+def retry_after_of(result: ToolResult) -> float | None:
+    data = result.data
+    value = data.get("retry_after") if isinstance(data, dict) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def validate_arguments(tool: Tool, arguments: Any) -> BaseModel | ToolResult:
     if not isinstance(arguments, dict):
         return ToolResult.failure(
@@ -62,6 +121,7 @@ def validate_arguments(tool: Tool, arguments: Any) -> BaseModel | ToolResult:
             "invalid_arguments",
             describe_validation_error(error),
             user_action=f"call {tool.wire_name} again with arguments matching its schema",
+            data={"errors": validation_errors(error)},
         )
 
 
@@ -74,14 +134,24 @@ class Executor:
     rng: random.Random = field(default_factory=random.Random)
 
     async def run(self, tool: Tool, arguments: BaseModel) -> Execution:
+        """Attempt until a result is not retryable or the policy gives up; deterministic
+        failures return at once."""
         started = time.perf_counter()
-        attempt = 0
+        attempt, busy, waited = 0, 0.0, 0.0
         while True:
             attempt += 1
+            began = time.perf_counter()
             result = await self._attempt(tool, arguments)
-            if not result.retryable or attempt >= self.retry.max_attempts:
-                return Execution(result, attempt, (time.perf_counter() - started) * 1000)
-            await self.sleep(self.retry.delay(attempt, self.rng))
+            busy += time.perf_counter() - began
+            wall_ms = (time.perf_counter() - started) * 1000
+            if not result.retryable:
+                return Execution(result, attempt, wall_ms)
+            pause = self.retry.delay(attempt, self.rng, retry_after_of(result))
+            # Time spent = attempts + backoff asked for (not the wall clock: `sleep` may be injected).
+            if self.retry.gives_up(attempt, busy + waited, pause):
+                return Execution(_gave_up(result, attempt), attempt, wall_ms)
+            await self.sleep(pause)
+            waited += pause
 
     async def run_many(self, jobs: Sequence[tuple[Tool, BaseModel]]) -> list[Execution]:
         """Run concurrently (bounded); results come back in the order proposed."""
@@ -108,9 +178,16 @@ class Executor:
         except asyncio.CancelledError:
             raise
         except Exception as error:  # a tool that raises never crashes the run
-            return ToolResult.failure(
-                "exception",
-                f"{type(error).__name__}: {error}",
-                retryable=isinstance(error, RETRYABLE_EXCEPTIONS),
-            )
-        return tool.to_result(raw)
+            return exception_result(tool, error)
+        try:
+            return tool.to_result(raw)
+        except Exception as error:  # a broken result parser is the tool's failure, not the run's
+            return exception_result(tool, error)
+
+
+def _gave_up(result: ToolResult, attempts: int) -> ToolResult:
+    """The last failure, saying it was retried, so the model does not retry it itself at once."""
+    if attempts <= 1:
+        return result
+    note = f"(failed {attempts} times, retried by the runtime)"
+    return result.model_copy(update={"message": f"{result.message} {note}" if result.message else note})
