@@ -1,0 +1,134 @@
+"""`loopwarden report`: the whole report run as one stream of events.
+
+scan → explore → [figures] → [gap] → draft → reflect×N → bib → [compile]
+
+The milestones are planned before anything runs (`plan_pipeline`), each carries its index, the
+fixed total and its stage name, and `report_finished` is always the last event. Bad input at run
+time does not raise: the run ends with a failed `report_finished`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..events import Event, EventStamper, RunFinished, Totals
+from ..models.base import Model
+from .config import ReportConfig, ReportInputError, validate_report_config
+from .events import Milestone, ReportFinished, ReportStatus
+from .plan import Stage, Toolchain, plan_stages, probe_toolchain
+from .record import ExplorationRecord
+from .stages import Context, run_stage
+from .templates import load_template
+
+__all__ = [
+    "ReportConfig",
+    "ReportInputError",
+    "ReportModels",
+    "Stage",
+    "plan_pipeline",
+    "run_report",
+    "validate_report_config",
+]
+
+
+@dataclass
+class ReportModels:
+    """Models to use instead of the configured endpoint (tests, embedding applications)."""
+
+    explorer: Model | None = None
+    writer: Model | None = None
+    """Drafts, reviews and repairs; None (with no endpoint) = the deterministic offline writer."""
+    vision: Model | None = None
+
+
+def plan_pipeline(config: ReportConfig, *, xelatex: bool) -> list[Stage]:
+    """The milestones of a run, from configuration alone."""
+    return plan_stages(load_template(config.template), xelatex=xelatex and config.pdf)
+
+
+async def run_report(
+    config: ReportConfig,
+    *,
+    run_id: str | None = None,
+    start_seq: int = 0,
+    models: ReportModels | None = None,
+    exploration: ExplorationRecord | None = None,
+    toolchain: Toolchain | None = None,
+) -> AsyncIterator[Event]:
+    """Run the report pipeline; `exploration` reuses a saved record instead of exploring again.
+    `toolchain` overrides the one probe for LaTeX tools (tests: pretend xelatex is missing)."""
+    stamp = EventStamper(run_id or uuid.uuid4().hex, start_seq)
+    started = time.monotonic()
+    try:
+        validate_report_config(config)
+    except ReportInputError as error:
+        yield stamp(ReportFinished, status="failed", stop_reasons=["bad_input"], message=error.message)
+        return
+    tools = toolchain or probe_toolchain(config.pdf)
+    stages = plan_pipeline(config, xelatex=tools.can_compile)
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    ctx = Context(config, stamp, tools, load_template(config.template), models or ReportModels(), exploration)
+    with (config.out_dir / "events.jsonl").open("w", encoding="utf-8") as log:
+        try:
+            async for event in _run_stages(ctx, stages):
+                yield _logged(log, event)
+        except asyncio.CancelledError:
+            _logged(log, _finished(ctx, started, "cancelled", "the run was cancelled"))
+            raise
+        except Exception as error:  # a bug must still end the stream with a clear event
+            message = f"internal error: {type(error).__name__}: {error}"
+            yield _logged(log, _finished(ctx, started, "failed", message, reason="internal_error"))
+            return
+        yield _logged(log, _finished(ctx, started, *ctx.final_status()))
+
+
+async def _run_stages(ctx: Context, stages: list[Stage]) -> AsyncIterator[Event]:
+    total = len(stages)
+    for stage in stages:
+        skip = ctx.skip_reason(stage)
+        if skip is not None:
+            yield ctx.stamp(
+                Milestone,
+                index=stage.index,
+                total=total,
+                stage=stage.name,
+                state="skipped",
+                detail={"label": stage.label, "reason": skip},
+            )
+            continue
+        yield ctx.stamp(
+            Milestone, index=stage.index, total=total, stage=stage.name, state="started", detail={"label": stage.label}
+        )
+        detail: dict[str, Any] = {"label": stage.label}
+        async for event in run_stage(ctx, stage, detail):
+            if isinstance(event, RunFinished):
+                ctx.add_totals(event.totals)
+            yield event
+        state = "skipped" if detail.get("reason") else "done"
+        yield ctx.stamp(Milestone, index=stage.index, total=total, stage=stage.name, state=state, detail=detail)
+
+
+def _finished(ctx: Context, started: float, status: ReportStatus, message: str, reason: str | None = None) -> Event:
+    totals: Totals = ctx.totals()
+    totals.duration_s = time.monotonic() - started
+    reasons = ctx.stop_reasons + ([reason] if reason else [])
+    return ctx.stamp(
+        ReportFinished, status=status, stop_reasons=reasons, totals=totals, outputs=ctx.outputs(), message=message
+    )
+
+
+def _logged(log: TextIO, event: Event) -> Event:
+    log.write(event.to_json() + "\n")
+    log.flush()
+    return event
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

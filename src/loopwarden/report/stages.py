@@ -1,0 +1,276 @@
+"""The stages of a report run and the context they share. `run_stage` dispatches on the stage's
+explicit name (never on its position), so a plan that changes shape still labels every stage."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..events import Event, EventStamper, Totals
+from ..models.base import Model
+from .bib import Source, collect_sources
+from .config import ReportConfig
+from .draft import Session
+from .events import ExplorationDone, FigureMade, GapFound, ReportStatus, ScanDone
+from .gap import Gap, find_gaps, has_material
+from .latex import find_cjk_font
+from .markdown import latex_to_markdown
+from .offline_writer import WriterInput
+from .plan import Stage, Toolchain
+from .record import ExplorationRecord
+from .scan import ScanResult, scan_folder
+from .templates import Template
+from .writing import Writing, atomic_write, bibliography, compile_report, draft, reflect_round
+
+if TYPE_CHECKING:
+    from .pipeline import ReportModels
+
+
+@dataclass
+class Context:
+    config: ReportConfig
+    stamp: EventStamper
+    tools: Toolchain
+    template: Template
+    models: ReportModels
+    record: ExplorationRecord | None = None
+    scan: ScanResult | None = None
+    gaps: list[Gap] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    writing: Writing | None = None
+    stop_reasons: list[str] = field(default_factory=list)
+    explore_totals: list[Totals] = field(default_factory=list)
+    record_given: bool = False
+    fatal: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.record_given = self.record is not None
+
+    # -- what the run ended as -------------------------------------------------------------------
+
+    def skip_reason(self, stage: Stage) -> str | None:
+        if self.fatal is not None:
+            return f"not run: {self.fatal}"
+        if stage.name == "explore" and self.record_given:
+            return "exploration record given"
+        if stage.name == "figures" and self.record is not None and not self.record.figures:
+            return "no figures were made in exploration"
+        if stage.name == "gap" and self.record is not None and not has_material(self.template, self.record):
+            return "nothing required to check"
+        if stage.name == "reflect" and self.writing is not None and self.writing.reflection is not None:
+            return f"reflection stopped: {self.writing.reflection}"
+        return None
+
+    def totals(self) -> Totals:
+        total = Totals()
+        parts = [*self.explore_totals, *([self.writing.session.totals] if self.writing else [])]
+        for part in parts:
+            for name in Totals.model_fields:
+                setattr(total, name, getattr(total, name) + getattr(part, name))
+        return total
+
+    def add_totals(self, totals: Totals) -> None:
+        self.explore_totals.append(totals)
+
+    def outputs(self) -> dict[str, str]:
+        out = self.config.out_dir
+        names = ["report.tex", "report.pdf", "report.md", "references.bib", "events.jsonl", "exploration.json"]
+        found = {name: name for name in names if (out / name).is_file()}
+        if self.writing is not None and not self.writing.pdf_ok:
+            found.pop("report.pdf", None)  # a PDF from an earlier run is kept on disk, not claimed
+        if (out / "figures").is_dir() and any((out / "figures").iterdir()):
+            found["figures"] = "figures/"
+        return found
+
+    def final_status(self) -> tuple[ReportStatus, str]:
+        if self.fatal is not None:
+            return "failed", f"the run failed: {self.fatal}"
+        failures = self.writing.failures if self.writing else []
+        self.stop_reasons += failures
+        degraded = bool(failures) or bool(self.record and self.record.degraded) or bool(self.notes)
+        if self.writing is not None and self.writing.reflection:
+            self.stop_reasons.append(f"reflection_{self.writing.reflection}")
+        pdf = "report.pdf" if self.writing and self.writing.pdf_ok else "report.tex (no PDF)"
+        message = f"report written: {pdf}; drafted by {self.writing.drafted_by if self.writing else '-'}"
+        if self.writing and self.writing.compile_message and not self.writing.pdf_ok:
+            message += f"; compile failed: {self.writing.compile_message}"
+        if self.notes:
+            message += "; " + "; ".join(self.notes)
+        if degraded and self.config.strict:
+            return "failed", message + " (--strict)"
+        return ("degraded" if degraded else "completed"), message
+
+    def finish_outputs(self) -> None:
+        if self.writing is not None and self.writing.tex:
+            atomic_write(self.config.out_dir / "report.md", latex_to_markdown(self.writing.tex, self.sources))
+
+
+async def run_stage(ctx: Context, stage: Stage, detail: dict[str, Any]) -> AsyncIterator[Event]:
+    if stage.name == "scan":
+        events = _scan(ctx, detail)
+    elif stage.name == "explore":
+        events = _explore(ctx, detail)
+    elif stage.name == "figures":
+        events = _figures(ctx, detail)
+    elif stage.name == "gap":
+        events = _gap(ctx, detail)
+    elif stage.name == "draft":
+        events = _draft(ctx, detail)
+    elif stage.name == "reflect":
+        assert stage.round is not None
+        events = _reflect(ctx, stage.round, detail)
+    elif stage.name == "bib":
+        events = _bib(ctx, detail)
+    else:
+        events = _compile(ctx, detail)
+    async for event in events:
+        yield event
+    if stage.name in ("bib", "compile"):
+        ctx.finish_outputs()
+
+
+async def _scan(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
+    ctx.scan = scan_folder(ctx.config.data_dir)
+    detail.update(counts=ctx.scan.counts, files=len(ctx.scan.files))
+    yield ctx.stamp(ScanDone, scan=ctx.scan.detail())
+
+
+async def _explore(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
+    assert ctx.scan is not None
+    explore_module = importlib.import_module("loopwarden.report.explore")
+    model, vision = _explorer_models(ctx)
+    async for event in explore_module.explore(
+        ctx.config.data_dir,
+        ctx.config.out_dir,
+        model,
+        stamper=ctx.stamp,
+        scan=ctx.scan,
+        strict=ctx.config.strict,
+        allow_rlimits_only=ctx.config.allow_rlimits_only,
+        vision=vision,
+    ):
+        if isinstance(event, ExplorationDone):
+            ctx.record = event.record
+        yield event
+    if ctx.record is None:
+        ctx.fatal = "exploration ended without a record"
+        return
+    atomic_write(ctx.config.out_dir / "exploration.json", ctx.record.model_dump_json(indent=2))
+    if ctx.record.degraded:
+        ctx.stop_reasons.append(f"exploration_{ctx.record.stop_reason or 'cut_off'}")
+        if ctx.config.strict:
+            ctx.fatal = f"exploration was cut off ({ctx.record.stop_reason}) and --strict is set"
+    detail.update(
+        findings=len(ctx.record.key_findings), figures=len(ctx.record.figures), stop_reason=ctx.record.stop_reason
+    )
+
+
+def _explorer_models(ctx: Context) -> tuple[Model, Model | None]:
+    if ctx.models.explorer is not None:
+        return ctx.models.explorer, ctx.models.vision
+    endpoint = ctx.config.endpoint
+    if endpoint is None:
+        offline = importlib.import_module("loopwarden.report.offline")
+        return offline.offline_explorer(ctx.config.data_dir, scan=ctx.scan), None
+    from ..models.openai_compat import build_model
+
+    vision = build_model(endpoint, "vision") if endpoint.vision_model else None
+    return build_model(endpoint, "cheap"), ctx.models.vision or vision
+
+
+async def _figures(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
+    assert ctx.record is not None
+    kept = []
+    for figure in ctx.record.figures:
+        path = ctx.config.out_dir / figure.path
+        if path.is_file() and path.stat().st_size > 0:
+            kept.append(figure)
+        else:
+            yield ctx.stamp(
+                FigureMade,
+                path=figure.path,
+                caption=figure.caption,
+                ok=False,
+                message="figure file is missing; left out of the report",
+            )
+    ctx.record = ctx.record.model_copy(update={"figures": kept})
+    detail.update(figures=len(kept), dropped=len(ctx.record.figures) - len(kept))
+
+
+async def _gap(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
+    assert ctx.record is not None and ctx.scan is not None
+    ctx.gaps = find_gaps(ctx.template, ctx.record, ctx.scan, figures_on=ctx.template.steps.figures)
+    for gap in ctx.gaps:
+        yield ctx.stamp(GapFound, kind=gap.kind, message=gap.message, requirement=gap.requirement)
+    detail.update(gaps=len(ctx.gaps))
+
+
+async def _draft(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
+    ctx.writing = _new_writing(ctx)
+    async for event in draft(ctx.writing):
+        yield event
+    if ctx.writing.fatal is not None:
+        ctx.fatal = ctx.writing.fatal
+    detail.update(drafted_by=ctx.writing.drafted_by, chars=len(ctx.writing.tex))
+
+
+def _new_writing(ctx: Context) -> Writing:
+    assert ctx.scan is not None
+    if ctx.record is None:  # explore was skipped because a record was given: still needs a scan
+        raise RuntimeError("no exploration record")
+    ctx.sources = collect_sources(ctx.config.data_dir, ctx.scan, reference_report=ctx.record.reference_report)
+    cjk_font = find_cjk_font() if ctx.config.lang == "zh" else None
+    if ctx.config.lang == "zh" and cjk_font is None:
+        ctx.notes.append("no CJK font installed: Chinese text may not render (install fonts-noto-cjk)")
+    inp = WriterInput(
+        template=ctx.template,
+        record=ctx.record,
+        scan=ctx.scan,
+        gaps=ctx.gaps,
+        sources=ctx.sources,
+        lang=ctx.config.lang,
+        cjk_font=cjk_font,
+        figures_on=ctx.template.steps.figures,
+    )
+    writer = ctx.models.writer
+    if writer is None and ctx.config.endpoint is not None:
+        from ..models.openai_compat import build_model
+
+        writer = build_model(ctx.config.endpoint, "main")
+    session = Session(
+        writer or _NoModel(), ctx.stamp, Totals(), ctx.tools, ctx.config.out_dir, ctx.config.compile_timeout
+    )
+    return Writing(inp=inp, session=session, offline=writer is None, strict=ctx.config.strict)
+
+
+class _NoModel:
+    """Stands in for the writer offline; never called (offline stages do not ask a model)."""
+
+    name = "offline-writer"
+
+    async def complete(self, request: Any) -> Any:
+        raise RuntimeError("the offline writer does not call a model")
+
+
+async def _reflect(ctx: Context, round_: int, detail: dict[str, Any]) -> AsyncIterator[Event]:
+    assert ctx.writing is not None
+    async for event in reflect_round(ctx.writing, round_):
+        yield event
+    detail.update(round=round_, outcome=ctx.writing.reflection or "continue")
+
+
+async def _bib(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
+    assert ctx.writing is not None
+    async for event in bibliography(ctx.writing):
+        yield event
+    detail.update(sources=len(ctx.sources), cited=len(ctx.writing.cited))
+
+
+async def _compile(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
+    assert ctx.writing is not None
+    async for event in compile_report(ctx.writing, timeout=ctx.config.compile_timeout):
+        yield event
+    detail.update(pdf=ctx.writing.pdf_ok, passes=ctx.writing.compile_message)
