@@ -1,0 +1,151 @@
+"""The trusted bootstrap of the figure child process: `python -I child.py`, config as JSON on
+stdin, one JSON status line on stdout. It sets resource limits, imports the plotting stack,
+locks itself in (Landlock + seccomp, as configured), then runs the model's code with only
+`load(path)` for data, and saves the current figure itself. Standard library + the plotting
+stack only: it never imports loopwarden (it loads two stdlib-only modules by file path)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import resource
+import sys
+import traceback
+from types import ModuleType
+from typing import Any
+
+ALLOWED_IMPORTS = ("matplotlib", "numpy", "pandas", "math", "statistics")
+
+
+def _load_module(name: str, path: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _limits(config: dict[str, Any]) -> None:
+    for name, value in (
+        ("RLIMIT_CPU", config["cpu_seconds"]),
+        ("RLIMIT_AS", config["memory_bytes"]),
+        ("RLIMIT_FSIZE", config["file_bytes"]),
+        ("RLIMIT_NOFILE", config["open_files"]),
+        ("RLIMIT_CORE", 0),
+    ):
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def _import_stack() -> dict[str, Any]:
+    import math
+    import statistics
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+    from matplotlib import font_manager
+
+    font_manager.findfont("DejaVu Sans")  # build the font cache before the filesystem closes
+    return {"matplotlib": matplotlib, "plt": plt, "np": np, "pd": pd, "math": math, "statistics": statistics}
+
+
+def _make_load(guard: Any, pd: Any) -> Any:
+    def load(path: str) -> Any:
+        """A table (pandas DataFrame) from the data folder: CSV, TSV, XLSX or JSON."""
+        fd = guard.open_file(path)
+        name = str(path).lower()
+        with os.fdopen(fd, "rb") as f:
+            if name.endswith((".xlsx", ".xls", ".xlsm")):
+                return pd.read_excel(io.BytesIO(f.read()))
+            if name.endswith(".json"):
+                return pd.read_json(f)
+            head = f.read(4096).decode("utf-8", errors="replace")
+            f.seek(0)
+            comments = 0
+            for line in head.splitlines():
+                if not line.startswith("#"):
+                    break
+                comments += 1
+            sep = "\t" if name.endswith(".tsv") else None
+            return pd.read_csv(f, sep=sep, engine="python", skiprows=comments, skipinitialspace=True)
+
+    return load
+
+
+def _restricted_builtins() -> dict[str, Any]:
+    import builtins
+
+    real_import = builtins.__import__
+    safe = {k: v for k, v in vars(builtins).items() if k not in {"open", "eval", "exec", "compile", "input"}}
+
+    def guarded_import(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.split(".")[0] not in ALLOWED_IMPORTS:
+            raise ImportError(f"import of {name!r} is not allowed in figure code")
+        return real_import(name, *args, **kwargs)
+
+    safe["__import__"] = guarded_import
+    return safe
+
+
+def _isolate(config: dict[str, Any]) -> None:
+    oslayers = _load_module("_lw_oslayers", config["oslayers_module"])
+    if config.get("landlock_abi"):
+        oslayers.apply_landlock(config["read_only"], config["read_write"], config["landlock_abi"])
+    if config.get("seccomp"):
+        oslayers.apply_seccomp()
+
+
+def main() -> int:
+    out = os.fdopen(os.dup(1), "w")
+    config = json.loads(sys.stdin.read())
+    os.chdir(config["workdir"])
+    status: dict[str, Any]
+    try:
+        _limits(config)
+        stack = _import_stack()
+        guard = _load_module("_lw_paths", config["paths_module"]).PathGuard(config["data_root"])
+        _isolate(config)
+    except Exception as error:
+        status = {"ok": False, "error_type": "sandbox_setup", "message": f"{type(error).__name__}: {error}"}
+        out.write(json.dumps(status) + "\n")
+        return 2
+    namespace: dict[str, Any] = {"__builtins__": _restricted_builtins(), "load": _make_load(guard, stack["pd"])}
+    namespace.update(stack)
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+            exec(compile(config["code"], "<figure code>", "exec"), namespace)
+        status = _save(stack["plt"], config["figure_path"])
+    except MemoryError:
+        status = {"ok": False, "error_type": "memory_limit", "message": "the code ran out of its memory limit"}
+    except BaseException as error:
+        status = {"ok": False, "error_type": type(error).__name__, "message": _short_traceback(error)}
+    status["output"] = captured.getvalue()[-2000:]
+    out.write(json.dumps(status, default=str) + "\n")
+    out.flush()
+    return 0
+
+
+def _save(plt: Any, figure_path: str) -> dict[str, Any]:
+    figure = plt.gcf()
+    if not figure.get_axes():
+        return {"ok": False, "error_type": "empty_figure", "message": "the code drew nothing (no axes on the figure)"}
+    figure.savefig(figure_path, dpi=150, bbox_inches="tight")
+    return {"ok": True, "message": "saved"}
+
+
+def _short_traceback(error: BaseException) -> str:
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == "<figure code>"]
+    where = f" (line {frames[-1].lineno} of the figure code)" if frames else ""
+    return f"{type(error).__name__}: {error}{where}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
