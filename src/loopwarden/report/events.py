@@ -137,3 +137,5 @@ class ReportFinished(Event):
     totals: Totals = Field(default_factory=Totals)
     outputs: dict[str, str] = Field(default_factory=dict)
     message: str = ""
+    coverage: dict[str, int] = Field(default_factory=dict)
+    """Files of the data folder by coverage status (read, partial, skipped, unread)."""

@@ -120,7 +120,13 @@ def _finished(ctx: Context, started: float, status: ReportStatus, message: str, 
     totals.duration_s = time.monotonic() - started
     reasons = ctx.stop_reasons + ([reason] if reason else [])
     return ctx.stamp(
-        ReportFinished, status=status, stop_reasons=reasons, totals=totals, outputs=ctx.outputs(), message=message
+        ReportFinished,
+        status=status,
+        stop_reasons=reasons,
+        totals=totals,
+        outputs=ctx.outputs(),
+        message=message,
+        coverage=ctx.coverage(),
     )
 
 

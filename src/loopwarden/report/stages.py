@@ -85,6 +85,14 @@ class Context:
             found["figures"] = "figures/"
         return found
 
+    def coverage(self) -> dict[str, int]:
+        if self.record is None:
+            return {}
+        counts: dict[str, int] = {}
+        for entry in self.record.coverage.files:
+            counts[entry.status] = counts.get(entry.status, 0) + 1
+        return counts
+
     def final_status(self) -> tuple[ReportStatus, str]:
         if self.fatal is not None:
             return "failed", f"the run failed: {self.fatal}"

@@ -1,0 +1,174 @@
+"""`loopwarden report DATA_DIR`: a report from a data folder, with a progress bar whose
+denominator is fixed by the plan, live lines for what the guards decide, and a summary."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..events import Event, GuardVerdict
+from .events import Milestone, ReportFinished
+
+EXIT_COMPLETED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_DEGRADED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_CODES = {
+    "completed": EXIT_COMPLETED,
+    "degraded": EXIT_DEGRADED,
+    "failed": EXIT_FAILED,
+    "cancelled": EXIT_INTERRUPTED,
+}
+LIVE_TYPES = {
+    "gap_found",
+    "draft_rejected",
+    "draft_failed",
+    "citations_removed",
+    "compile_error",
+    "exploration_cut_off",
+}
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def report(
+        data_dir: Annotated[Path, typer.Argument(help="The folder with the data, documents and images.")],
+        out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("out"),
+        template: Annotated[str, typer.Option(help="Template name (lab, brief) or a template folder.")] = "lab",
+        lang: Annotated[str, typer.Option(help="Report language: en or zh.")] = "en",
+        preset: Annotated[str | None, typer.Option(help="Endpoint preset: deepseek, openai, ollama, ...")] = None,
+        model: Annotated[str | None, typer.Option(help="Model name for both tiers.")] = None,
+        base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL.")] = None,
+        config_file: Annotated[Path | None, typer.Option("--config", help="Endpoint TOML file.")] = None,
+        offline: Annotated[bool, typer.Option(help="Use the offline explorer and writer, even if configured.")] = False,
+        strict: Annotated[bool, typer.Option(help="Fail instead of degrading.")] = False,
+        pdf: Annotated[bool, typer.Option(help="Compile a PDF when xelatex is installed.")] = True,
+        json_lines: Annotated[bool, typer.Option("--json", help="Print the events as JSON lines.")] = False,
+    ) -> None:
+        """Explore a data folder and write the report (report.tex, report.pdf, report.md)."""
+        code = run_command(
+            data_dir, out, template=template, lang=lang, preset=preset, model=model, base_url=base_url,
+            config_file=config_file, offline=offline, strict=strict, pdf=pdf, json_lines=json_lines,
+        )  # fmt: skip
+        raise typer.Exit(code)
+
+
+def run_command(
+    data_dir: Path,
+    out: Path,
+    *,
+    template: str = "lab",
+    lang: str = "en",
+    preset: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    config_file: Path | None = None,
+    offline: bool = False,
+    strict: bool = False,
+    pdf: bool = True,
+    json_lines: bool = False,
+) -> int:
+    from ..models.config import ConfigError, load_endpoint_config
+    from .config import ReportConfig, ReportInputError, validate_report_config
+
+    err = Console(stderr=True)
+    if lang not in ("en", "zh"):
+        err.print(f"error: --lang must be en or zh, not {lang!r}", markup=False, highlight=False)
+        return EXIT_BAD_INPUT
+    language: Literal["en", "zh"] = "zh" if lang == "zh" else "en"
+    try:
+        endpoint = None if offline else load_endpoint_config(
+            preset=preset, base_url=base_url, model=model, config_file=config_file
+        )  # fmt: skip
+        config = ReportConfig(
+            data_dir=data_dir, out_dir=out, template=template, lang=language, endpoint=endpoint, strict=strict, pdf=pdf
+        )
+        validate_report_config(config)
+    except (ReportInputError, ConfigError) as error:
+        err.print(f"error: {error}", markup=False, highlight=False)
+        return EXIT_BAD_INPUT
+    try:
+        finished = asyncio.run(_consume(config, json_lines))
+    except KeyboardInterrupt:
+        err.print("interrupted: the run was cancelled (events.jsonl says so)")
+        return EXIT_INTERRUPTED
+    return EXIT_CODES.get(finished.status, EXIT_FAILED) if finished else EXIT_FAILED
+
+
+async def _consume(config: object, json_lines: bool) -> ReportFinished | None:
+    from .config import ReportConfig
+    from .pipeline import run_report
+
+    assert isinstance(config, ReportConfig)
+    if json_lines:
+        last = None
+        async for event in run_report(config):
+            sys.stdout.write(event.to_json() + "\n")
+            sys.stdout.flush()
+            last = event
+        return last if isinstance(last, ReportFinished) else None
+    console = Console(stderr=False)
+    return await _with_progress(run_report(config), console, config.out_dir)
+
+
+async def _with_progress(events: object, console: Console, out_dir: Path) -> ReportFinished | None:
+    finished: ReportFinished | None = None
+    progress = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+    )
+    task = None
+    with progress:
+        async for event in events:  # type: ignore[attr-defined]
+            if isinstance(event, Milestone):
+                if task is None:
+                    task = progress.add_task("starting", total=event.total)
+                label = str(event.detail.get("label", event.stage))
+                if event.state == "started":
+                    progress.update(task, description=label)
+                else:
+                    progress.update(task, completed=event.index, description=f"{label} ({event.state})")
+            else:
+                line = live_line(event)
+                if line:
+                    progress.console.print(line, markup=False, highlight=False)
+            if isinstance(event, ReportFinished):
+                finished = event
+    if finished is not None:
+        console.print(summary(finished, out_dir))
+    return finished
+
+
+def live_line(event: Event) -> str | None:
+    """One line for what the user should see as it happens (guard verdicts, gaps, errors)."""
+    if isinstance(event, GuardVerdict) and event.action != "allow":
+        return f"  guard  {event.detector}: {event.action} {event.tool or ''} — {event.reason}"
+    if event.type in LIVE_TYPES:
+        data = event.model_dump()
+        text = data.get("message") or data.get("problem") or ""
+        where = f" (line {data['line']})" if data.get("line") is not None else ""
+        return f"  {event.type.replace('_', ' ')}  {text}{where}"
+    return None
+
+
+def summary(finished: ReportFinished, out_dir: Path) -> Table:
+    t = finished.totals
+    table = Table(title=f"report {finished.status}", show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("status", f"{finished.status}: {finished.message}")
+    table.add_row("stop reasons", ", ".join(finished.stop_reasons) or "-")
+    table.add_row("model calls", str(t.model_calls))
+    table.add_row("tool executions", str(t.tool_executions))
+    table.add_row("tokens", f"{t.total_tokens} ({t.prompt_tokens} in, {t.completion_tokens} out)")
+    table.add_row("duplicates avoided", str(t.duplicates_avoided))
+    if finished.coverage:
+        read = finished.coverage.get("read", 0) + finished.coverage.get("partial", 0)
+        parts = ", ".join(f"{n} {status}" for status, n in sorted(finished.coverage.items()))
+        table.add_row("files covered", f"{read} of {sum(finished.coverage.values())} ({parts})")
+    for name, rel in finished.outputs.items():
+        table.add_row(name, str(out_dir / rel))
+    return table
