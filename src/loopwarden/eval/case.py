@@ -150,7 +150,9 @@ class Expectations(_Strict):
     must_complete: list[str] | bool = False
     """These checklist items — or all required ones when true — must be done."""
     no_guard_trip: bool = False
-    """No detector nudged, narrowed, refused-for-looping or stopped anything."""
+    """No detector cached, nudged, narrowed or stopped anything."""
+    expected_detectors: list[str] = Field(default_factory=list)
+    """Each of these detectors must have stepped in (cached, nudged, narrowed or stopped)."""
     output_contains: list[str] = Field(default_factory=list)
 
 

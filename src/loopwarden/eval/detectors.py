@@ -4,31 +4,28 @@ so a regression can be introduced on purpose and the diff shown to catch it."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection
 
 from ..guard.detector import Detector
 
 REPEATED_CALL = "repeated_call"
 """The repeated-call ladder lives in the loop itself; disabling it raises its counts out of reach."""
 
+DetectorFactory = Callable[[], Detector]
 
-def available_detectors() -> list[type[Detector]]:
-    """The runtime's default detectors (from `loopwarden.guard`, once they are built)."""
+
+def resolve_detectors(disabled: Collection[str]) -> list[DetectorFactory]:
+    """The runtime's default detectors minus the disabled ones; unknown names are an error."""
     guard = importlib.import_module("loopwarden.guard")
-    found = getattr(guard, "DEFAULT_DETECTORS", None) or getattr(guard, "default_detectors", None)
-    if found is None:
+    defaults: Callable[[Collection[str]], list[DetectorFactory]] | None = getattr(guard, "default_detectors", None)
+    others = [name for name in disabled if name != REPEATED_CALL]
+    if defaults is None:  # a runtime without pluggable detectors
+        if others:
+            raise ValueError(f"unknown detector names: {sorted(others)}; known: [{REPEATED_CALL!r}]")
         return []
-    listed = found() if callable(found) else found
-    return list(listed)
+    return defaults(others)
 
 
 def detector_names() -> list[str]:
-    return [REPEATED_CALL, *(d.name for d in available_detectors())]
-
-
-def resolve_detectors(disabled: Iterable[str]) -> Sequence[type[Detector]]:
-    off = set(disabled)
-    unknown = off - set(detector_names())
-    if unknown:
-        raise ValueError(f"unknown detector(s) {sorted(unknown)}; known: {detector_names()}")
-    return [d for d in available_detectors() if d.name not in off]
+    guard = importlib.import_module("loopwarden.guard")
+    return [REPEATED_CALL, *getattr(guard, "DEFAULT_DETECTORS", {})]

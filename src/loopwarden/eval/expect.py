@@ -34,6 +34,10 @@ def check_expectations(case: Case, result: CaseResult, events: list[Event]) -> l
     reasons += _checklist_reasons(case, result)
     if expect.no_guard_trip and result.guard_trips:
         reasons.append(f"the guard stepped in: {result.guard_trips}")
+    tripped = {trip.split(":", 1)[0] for trip in result.guard_trips}
+    silent = [d for d in expect.expected_detectors if d not in tripped]
+    if silent:
+        reasons.append(f"expected detectors never stepped in: {silent} (tripped: {sorted(tripped)})")
     output = result.output or ""
     absent = [s for s in expect.output_contains if s not in output]
     if absent:

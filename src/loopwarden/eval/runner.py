@@ -16,7 +16,6 @@ from ..config import LoopConfig
 from ..events import Event, GuardVerdict, ModelCalled, PhaseEnded, RunFinished, ToolCallProposed
 from ..executor import RetryPolicy
 from ..guard.budget import Budgets
-from ..guard.detector import Detector
 from ..guard.ladder import Ladder
 from ..loop import Agent
 from .behaviour import build_model
@@ -84,7 +83,7 @@ def loop_config(spec: ConfigSpec, disabled: Iterable[str]) -> LoopConfig:
 def build_agent(case: Case, disabled: Sequence[str] = ()) -> Agent:
     off = [*disabled, *case.config.disable]
     case_dir = case.path.parent if case.path else Path.cwd()
-    detectors: Sequence[type[Detector]] = resolve_detectors(off)
+    detectors = resolve_detectors(off)
     return Agent(
         model=build_model(case.model, case_dir),
         tools=[build_tool(t) for t in case.tools],

@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from .case import Case, CaseError, collect_case_files, load_case
+from .detectors import resolve_detectors
 from .metrics import IntentMetrics, metrics_by_intent
 from .runner import CaseResult, run_cases
 
@@ -48,6 +49,7 @@ def load_cases(paths: Sequence[Path]) -> tuple[list[Case], list[CaseResult]]:
 
 
 async def run_suite(paths: Sequence[Path], *, disabled: Sequence[str] = (), concurrency: int = 8) -> EvalReport:
+    resolve_detectors(disabled)  # unknown names fail here, once, not in every case
     cases, broken = load_cases(paths)
     results = await run_cases(cases, disabled=disabled, concurrency=concurrency) + broken
     return EvalReport(disabled=list(disabled), cases=results, intents=metrics_by_intent(results))
