@@ -1,0 +1,54 @@
+"""`loopwarden serve`: the run service on 127.0.0.1 (anything else needs LOOPWARDEN_TOKEN)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .settings import TOKEN_ENV
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def serve(
+        host: Annotated[str, typer.Option(help="Address to bind; non-loopback needs LOOPWARDEN_TOKEN.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+        state_dir: Annotated[Path, typer.Option(help="Where the run store and run folders live.")] = Path(
+            "loopwarden-runs"
+        ),
+        allow_root: Annotated[
+            list[Path] | None, typer.Option(help="A folder users may start runs on (repeatable).")
+        ] = None,
+        concurrency: Annotated[int, typer.Option(min=1, help="Runs executing at once.")] = 2,
+        queue: Annotated[int, typer.Option(min=0, help="Runs waiting beyond those; more get 429.")] = 16,
+        job: Annotated[str | None, typer.Option(help="module:function to run instead of the report pipeline.")] = None,
+    ) -> None:
+        """Serve report runs over HTTP: API, live events (SSE) and a web page."""
+        import uvicorn
+
+        from .app import create_app
+        from .jobs import load_job
+        from .settings import InsecureBinding, ServerSettings, check_binding
+
+        token = os.environ.get(TOKEN_ENV) or None
+        settings = ServerSettings(
+            host=host,
+            port=port,
+            db_path=state_dir / "runs.db",
+            runs_dir=state_dir / "runs",
+            allowed_roots=list(allow_root or []),
+            max_concurrency=concurrency,
+            max_queue=queue,
+            token=token,
+        )
+        try:
+            check_binding(settings)
+        except InsecureBinding as error:
+            typer.echo(f"error: {error}", err=True)
+            raise typer.Exit(2) from error
+        application = create_app(settings, load_job(job) if job else None)
+        typer.echo(f"loopwarden: serving on http://{host}:{port}/ (runs in {state_dir})", err=True)
+        uvicorn.run(application, host=host, port=port, log_level="warning")

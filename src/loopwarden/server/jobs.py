@@ -1,0 +1,109 @@
+"""What the server runs for one submission. The job is a parameter of the app (tests inject a
+scripted job); by default it is the report pipeline, imported lazily so the server module loads
+even where the report extra is not installed."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, SecretStr
+
+from ..events import Event
+
+
+class Job(Protocol):
+    def __call__(self, config: Any, /, *, run_id: str | None = None, start_seq: int = 0) -> AsyncIterator[Event]: ...
+
+
+class ModelSettings(BaseModel):
+    """Model endpoint choices a user may make per run. API keys come from the server's own
+    environment or config file unless given here; they are never stored with the run."""
+
+    preset: str | None = None
+    base_url: str | None = None
+    model: str | None = None
+    api_key: SecretStr | None = None
+
+    def empty(self) -> bool:
+        return not (self.preset or self.base_url or self.model or self.api_key)
+
+
+class RunRequest(BaseModel):
+    data_dir: Path
+    out_dir: Path
+    template: str = "lab"
+    lang: Literal["en", "zh"] = "en"
+    strict: bool = False
+    model: ModelSettings = ModelSettings()
+
+    def public_params(self, source: str) -> dict[str, Any]:
+        return {
+            "source": source,
+            "template": self.template,
+            "lang": self.lang,
+            "strict": self.strict,
+            "model": self.model.model_dump(exclude={"api_key"}, exclude_none=True),
+        }
+
+
+class InvalidRun(ValueError):
+    """The run cannot start (bad folder, template, model settings): answered 400 at submission."""
+
+
+def build_job_config(request: RunRequest) -> Any:
+    """The report pipeline's `ReportConfig` when that pipeline is installed, else the request itself
+    (what injected test jobs receive)."""
+    try:
+        pipeline = importlib.import_module("loopwarden.report.pipeline")
+    except ModuleNotFoundError:
+        return request
+    endpoint = None
+    if not request.model.empty():
+        config_module = importlib.import_module("loopwarden.models.config")
+        api_key = request.model.api_key.get_secret_value() if request.model.api_key else None
+        try:
+            endpoint = config_module.load_endpoint_config(
+                preset=request.model.preset, base_url=request.model.base_url, api_key=api_key, model=request.model.model
+            )
+        except ValueError as error:
+            raise InvalidRun(str(error)) from error
+    config = pipeline.ReportConfig(
+        data_dir=request.data_dir,
+        out_dir=request.out_dir,
+        template=request.template,
+        lang=request.lang,
+        endpoint=endpoint,
+        strict=request.strict,
+    )
+    validate = getattr(pipeline, "validate_report_config", None)
+    if validate is not None:
+        try:
+            validate(config)
+        except ValueError as error:
+            raise InvalidRun(str(error)) from error
+        except Exception as error:  # ReportInputError may not subclass ValueError
+            if type(error).__name__ == "ReportInputError":
+                raise InvalidRun(str(error)) from error
+            raise
+    return config
+
+
+def report_job() -> Job:
+    pipeline = importlib.import_module("loopwarden.report.pipeline")
+    job: Job = pipeline.run_report
+    return job
+
+
+def load_job(spec: str) -> Job:
+    """`module:attribute` -> the job function (for `loopwarden serve --job`)."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"job must be module:function, got {spec!r}")
+    job: Job = getattr(importlib.import_module(module_name), attribute)
+    return job
+
+
+ConfigBuilder = Callable[[RunRequest], Any]

@@ -1,0 +1,72 @@
+"""Resumable Server-Sent Events for one run. Every frame's `id` is the event's sequence number,
+read from the store (events are committed before anyone is woken), so a client that reconnects
+with `Last-Event-ID: N` gets N+1 onward exactly once, then live events. When the run is over and
+everything is sent, an `end` frame (no id) tells the page to close the stream."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator
+
+from ..trace.store import RunStore
+from .runner import RunSignals
+
+MAX_ID_DIGITS = 18  # below 2**63: SQLite's INTEGER range
+_DIGITS = re.compile(r"[0-9]+")
+BATCH = 200
+RETRY_MS = 1000
+
+
+class BadLastEventId(ValueError):
+    def __init__(self, message: str, *, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def parse_last_event_id(value: str | None, last_seq: int) -> int:
+    """The sequence number a client has seen. Missing/empty means from the start; anything that
+    is not a plain non-negative decimal number of sane length is refused (400), and a number
+    beyond the run's last event (the client did not get it from this server) is refused (409)."""
+    if value is None or value.strip() == "":
+        return 0
+    text = value.strip()
+    if len(text) > MAX_ID_DIGITS:
+        raise BadLastEventId("Last-Event-ID is too long")
+    if not _DIGITS.fullmatch(text):
+        raise BadLastEventId("Last-Event-ID must be a non-negative integer (an event sequence number)")
+    seq = int(text)
+    if seq > last_seq:
+        raise BadLastEventId(f"Last-Event-ID {seq} is beyond this run's last event ({last_seq})", status=409)
+    return seq
+
+
+async def run_event_frames(
+    store: RunStore, signals: RunSignals, run_id: str, after_seq: int, *, poll_s: float = 1.0
+) -> AsyncIterator[dict[str, str | int]]:
+    """Frames for sse-starlette: stored events after `after_seq`, then live ones, then `end`.
+    `poll_s` bounds the wait when nothing wakes us (events written by another process)."""
+    last = after_seq
+    first = True
+    while True:
+        waiter = signals.waiter(run_id)
+        rows = store.event_rows(run_id, last, limit=BATCH)
+        for row in rows:
+            # The data is one line of JSON (newlines inside strings are escaped as \n), so no
+            # content can end the frame or inject an `id:`/`event:` line.
+            frame: dict[str, str | int] = {"id": str(row.seq), "event": "run_event", "data": row.data}
+            if first:
+                frame["retry"] = RETRY_MS
+                first = False
+            yield frame
+            last = row.seq
+        if rows:
+            continue
+        run = store.get_run(run_id)
+        if run.finished and last >= run.last_seq:
+            yield {"event": "end", "data": json.dumps({"status": run.status, "last_seq": run.last_seq})}
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(waiter.wait(), timeout=poll_s)
