@@ -1,0 +1,106 @@
+"""The run scope: what a routed run offers, pins and caps."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from loopwarden import ToolRegistry, ToolResult, tool
+from loopwarden.router import Fallback, Intent, RuleRouter
+from loopwarden.scope import Scope, request_text
+from loopwarden.slots import RunClock, SlotSpec, period_slot
+from loopwarden.toolsearch import ToolSearch
+
+
+@tool(namespace="metrics")
+def trend(metric: str, period: str) -> str:
+    """A metric's trend."""
+    return "up"
+
+
+@tool
+def note(text: str) -> str:
+    """Write a note."""
+    return "noted"
+
+
+@tool(roles={"admin"})
+def wipe() -> str:
+    """Wipe all metrics."""
+    return "wiped"
+
+
+def registry() -> ToolRegistry:
+    r = ToolRegistry([trend, note, wipe])
+    r.add(ToolSearch().build_tool(r))
+    return r
+
+
+CLOCK = RunClock(datetime(2026, 11, 29, tzinfo=UTC))
+TREND = Intent(
+    "trend",
+    tools=("metrics.trend",),
+    keywords=("trend",),
+    slots=(SlotSpec("period", period_slot().extract),),
+    step_cap=2,
+)
+
+
+def test_request_text_reads_the_last_user_message() -> None:
+    assert request_text("hi") == "hi"
+    messages = [
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "last"},
+    ]
+    assert request_text(messages) == "last"
+    assert request_text([{"role": "system", "content": "s"}]) == ""
+
+
+async def test_an_intent_fixes_wire_names_pins_and_cap() -> None:
+    scope = Scope(registry(), clock=CLOCK)
+    route = await scope.open(RuleRouter([TREND]), "trend for the last week", ["note"])
+    assert route is not None and scope.base == ["metrics__trend"] and scope.offered() == ["metrics__trend"]
+    assert scope.arguments.pinned == {"period": "7d"}
+    assert scope.cap_reached(1) is None
+    reached = scope.cap_reached(2)
+    assert reached is not None and reached[0] == "intent_step_cap" and "'trend'" in reached[1]
+    assert scope.route_fields()["pinned"] == {"period": "7d"}
+
+
+async def test_without_router_or_search_the_agents_offer_stands() -> None:
+    scope = Scope(registry(), clock=CLOCK)
+    assert await scope.open(None, "anything", ["note", "not_registered"]) is None
+    assert scope.offered() == ["note", "not_registered"] and scope.cap_reached(100) is None
+
+
+async def test_an_intent_naming_an_unregistered_tool_is_a_clear_error() -> None:
+    bad = Intent("bad", tools=("nope",), keywords=("x",))
+    with pytest.raises(ValueError, match="nope"):
+        await Scope(registry(), clock=CLOCK).open(RuleRouter([bad]), "x", [])
+
+
+async def test_search_finds_are_offered_within_roles_intent_and_cap() -> None:
+    reg = registry()
+    search_tool = reg.get("search_tools")
+    assert search_tool is not None
+    found = ToolResult.success({"found": [{"name": "wipe"}, {"name": "note"}, {"name": "metrics__trend"}]})
+    scope = Scope(reg, roles=frozenset({"viewer"}), clock=CLOCK, search=ToolSearch(max_discovered=1))
+    await scope.open(None, "hello", [])
+    assert scope.base == ["search_tools"]
+    newly = scope.observe([(search_tool, found), (None, None), (search_tool, ToolResult.failure("no_match", "x"))])
+    assert newly == ["note"]  # wipe needs admin; the cap of one keeps the first find
+    assert scope.offered() == ["search_tools", "note"]
+    assert scope.offered(narrowed={"note"}) == ["search_tools"]
+
+    limited = Scope(reg, clock=CLOCK, search=ToolSearch())
+    await limited.open(RuleRouter([TREND]), "trend", [])
+    assert limited.base == ["metrics__trend", "search_tools"]
+    assert limited.observe([(search_tool, found)]) == []  # finds outside the intent are dropped
+
+
+async def test_a_fallback_safe_set_gets_its_own_cap() -> None:
+    scope = Scope(registry(), clock=CLOCK)
+    await scope.open(RuleRouter([TREND], fallback=Fallback(safe_tools=("note",), step_cap=1)), "hi", [])
+    assert scope.offered() == ["note"] and scope.cap_reached(1) is not None
