@@ -35,6 +35,8 @@ class Proposal:
     validated: BaseModel | None = None
     result: ToolResult | None = None
     attempts: int = 0
+    changed: dict[str, tuple[Any, Any]] | None = None
+    """Arguments code rewrote or filled in (slots.ArgumentPolicy): name -> (proposed, used)."""
     duration_ms: float = 0.0
 
     @property
@@ -82,7 +84,7 @@ class Proposal:
                 "count": count,
             }
         else:
-            return {"detector": "guard", "action": "allow", "reason": "allowed", "count": count}
+            return {"detector": "guard", "action": "allow", "reason": self._allowed_reason(), "count": count}
         return {
             "detector": DETECTOR,
             "action": action,
@@ -90,6 +92,12 @@ class Proposal:
             "count": count,
             "evidence": [self.fingerprint],
         }
+
+    def _allowed_reason(self) -> str:
+        if not self.changed:
+            return "allowed"
+        edits = ", ".join(f"{name}={used!r} (proposed {old!r})" for name, (old, used) in self.changed.items())
+        return f"allowed; set by code: {edits}"
 
     def result_fields(self) -> dict[str, Any]:
         assert self.result is not None
@@ -141,7 +149,7 @@ class ProposalChecker:
         arguments = prepared.arguments if prepared else arguments
         fp = fingerprint(tool.qualified_name if tool else call.name, arguments)
         decision = self.repeats.check(fp, tool, turn) if tool else self.repeats.check_unknown(fp, turn)
-        p = Proposal(call, turn, arguments, fp, tool, decision)
+        p = Proposal(call, turn, arguments, fp, tool, decision, changed=prepared.changed if prepared else None)
         if decision.action == "stopped":
             p.result = ToolResult.failure(
                 "repeated_call",
