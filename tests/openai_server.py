@@ -143,6 +143,8 @@ class ScriptedServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.models = models if models is not None else ["test-model", "test-main"]
+        self.models_reply: Reply | None = None
+        """Overrides GET /models (e.g. a 401 for a bad key)."""
         self.respond = respond
         self.closing = threading.Event()
         self._lock = threading.Lock()
@@ -186,7 +188,9 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_GET(self) -> None:
-            if self.path.rstrip("/").endswith("/models"):
+            if self.path.rstrip("/").endswith("/models") and server.models_reply is not None:
+                self._send_json(server.models_reply.status, server.models_reply.body, server.models_reply.headers)
+            elif self.path.rstrip("/").endswith("/models"):
                 data = [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in server.models]
                 self._send_json(200, {"object": "list", "data": data}, {})
             else:

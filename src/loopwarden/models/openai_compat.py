@@ -96,6 +96,22 @@ class OpenAICompatModel:
         # Both replies were paid for: the usage of the first one counts too.
         return again.model_copy(update={"usage": reply.usage + again.usage})
 
+    async def list_models(self) -> list[str]:
+        """The model ids the endpoint offers (GET /models), for `loopwarden doctor`."""
+        try:
+            async with asyncio.timeout(self.config.timeout):
+                page = await self._client.models.list()
+                return [m.id async for m in page]
+        except TimeoutError:
+            raise self._error("timeout", f"no reply within {self.config.timeout:g}s", None, 1) from None
+        except openai.APIStatusError as error:
+            failed = _status_failure(error)
+            raise self._error(failed.kind, failed.detail, failed.status, 1) from None
+        except openai.APIConnectionError as error:
+            raise self._error("connection", _cause(error), None, 1) from None
+        except openai.APIError as error:
+            raise self._error("server_error", error.message, None, 1) from None
+
     # -- retries -------------------------------------------------------------------------------
 
     async def _complete_with_retries(self, request: ModelRequest) -> ModelReply:
