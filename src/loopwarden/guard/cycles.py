@@ -55,8 +55,9 @@ def _primitive(pattern: Sequence[str]) -> bool:
     return not any(n % d == 0 and list(pattern[d:]) == list(pattern[:-d]) for d in range(1, n))
 
 
-def tail_cycle(sequence: Sequence[str], max_period: int) -> Cycle | None:
-    """The repetition that explains the longest tail of `sequence` (ties: the shortest period)."""
+def tail_cycle(sequence: Sequence[str], max_period: int, min_repeats: int = 2) -> Cycle | None:
+    """Of the repetitions ending the sequence with at least `min_repeats` full periods, the one
+    that explains the longest tail (ties: the shortest period); None when there is none."""
     best: Cycle | None = None
     for period in range(2, max_period + 1):
         if len(sequence) < period:
@@ -65,7 +66,7 @@ def tail_cycle(sequence: Sequence[str], max_period: int) -> Cycle | None:
         while span < len(sequence) and sequence[-span - 1] == sequence[-span - 1 + period]:
             span += 1
         pattern = tuple(sequence[-period:])
-        if not _primitive(pattern):
+        if span // period < min_repeats or not _primitive(pattern):
             continue
         if best is None or span > best.span:
             best = Cycle(pattern, span)
@@ -101,8 +102,8 @@ class CycleDetector(Detector):
         if all(r.exempt for r in records):
             return None
         del self._sequence[: -(self.window + self.max_period)]
-        cycle = tail_cycle(self._sequence, self.max_period)
-        if cycle is None or cycle.repeats < self.min_repeats:
+        cycle = tail_cycle(self._sequence, self.max_period, self.min_repeats)
+        if cycle is None:
             self._current = None
             return None
         return self._escalate(cycle, turn)

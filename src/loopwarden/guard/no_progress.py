@@ -1,9 +1,10 @@
 """No progress: rounds that add nothing new, however different their calls look.
 
-A round makes progress when it completes a checklist item, returns result content not seen
-before in the run, or makes a new write. Result content is compared after volatile fields
-(timestamps, ids, durations) are stripped, so `git status`, `git status --long` and
-`git --no-pager status` returning the same tree are one result seen three times. Rounds whose
+A round makes progress when it completes a checklist item, runs a call that returns result
+content not seen before in the run, or makes a new write; refused calls are never progress.
+Result content is compared after volatile fields (timestamps, ids, durations) are stripped,
+so `git status`, `git status --long` and `git --no-pager status` returning the same tree are
+one result seen three times. Rounds whose
 calls were all answered from the cache are left to the repeated-call ladder and not counted.
 """
 
@@ -86,6 +87,8 @@ class NoProgressDetector(Detector):
         progressed = self._checklist_moved(turn, state)
         for record in fresh:
             assert record.result is not None
+            if not record.executed:
+                continue  # a refusal (not offered, bad arguments) tells nothing new about the task
             digest = content_hash(record.result)
             if digest not in self._seen:
                 self._seen.add(digest)
