@@ -66,6 +66,7 @@ async def draft(w: Writing) -> AsyncIterator[Event]:
         return
     w.failures.append("draft_failed")
     w.tex = offline_report(w.inp)
+    w.offline = True  # the rest of the run reviews and keeps the offline writer's report
     yield failure_event(w.session, "draft", outcome, "the offline writer's report is used instead")
 
 
