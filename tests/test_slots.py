@@ -24,6 +24,7 @@ from loopwarden.slots import (
     regex_extractor,
     resolve_date,
     resolve_range,
+    start_date,
 )
 
 CLOCK = RunClock(datetime(2026, 11, 29, 23, 50, tzinfo=UTC))
@@ -111,6 +112,13 @@ def test_iso_date_normaliser() -> None:
     assert iso_date("2 days ago", CLOCK) == "2026-11-27"
     assert iso_date("whenever", CLOCK) == "whenever"
     assert iso_date(None, CLOCK) is None
+
+
+def test_start_date_normaliser() -> None:
+    assert start_date("last two weeks", CLOCK) == "2026-11-16"
+    assert start_date("yesterday", CLOCK) == "2026-11-28"
+    assert start_date("2026-01-05", CLOCK) == "2026-01-05"
+    assert start_date("the beginning", CLOCK) == "the beginning"
 
 
 def test_extractors() -> None:

@@ -199,6 +199,18 @@ def iso_date(value: Any, clock: RunClock) -> Any:
     return value if resolved is None else resolved.isoformat()
 
 
+def start_date(value: Any, clock: RunClock) -> Any:
+    """Normaliser for a `since`/`start` argument: a named date, or the first day of a named
+    recent period (`last two weeks` -> 13 days before today), as an ISO date string."""
+    if not isinstance(value, str):
+        return value
+    named = resolve_date(value, clock)
+    if named is not None:
+        return named.isoformat()
+    period = resolve_range(value, clock)
+    return value if period is None else period.start.isoformat()
+
+
 # -- slots read from the request -----------------------------------------------------------------
 
 Extractor = Callable[[str, RunClock], Any]
