@@ -1,9 +1,17 @@
 """Verifiers check an output before it is accepted. A verifier returns None when the text is
-acceptable, or a message naming what is wrong; the loop then asks again with no tools."""
+acceptable, or a message naming what is wrong; the loop then asks again with no tools (up to
+`LoopConfig.max_verify_retries`), and fails the run with `verifier_failed` if it never passes.
+
+    Agent(model, tools, verifiers=[no_tool_markup, schema(Answer), predicate(lambda t: "%" in t, "give a percentage")])
+"""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
+
+from pydantic import BaseModel, ValidationError
 
 Verifier = Callable[[str], "str | None"]
 
@@ -21,3 +29,85 @@ def reinforcement(problem: str) -> str:
         f"Your last answer was not accepted: {problem}. "
         "You have no tools now; answer again with the complete final output only."
     )
+
+
+# -- tool-call markup leaked into text ---------------------------------------------------------------
+
+_BAR = r"[|｜‖]{1,2}"
+_LEAKS: list[tuple[str, re.Pattern[str]]] = [
+    ("DeepSeek DSML tool-call markup (<｜DSML｜...>)", re.compile(rf"<\s*/?\s*{_BAR}\s*DSML\s*{_BAR}", re.IGNORECASE)),
+    (
+        "DeepSeek tool-call tokens (<｜tool▁calls▁begin｜> and family)",
+        re.compile(rf"<\s*{_BAR}\s*tool[▁_ ](calls?|sep|outputs?)[▁_ ]?(begin|end)?\s*{_BAR}\s*>", re.IGNORECASE),
+    ),
+    ("<tool_call> tags", re.compile(r"<\s*/?\s*(tool_call|function_call|tool_use)\b[^>]*>", re.IGNORECASE)),
+]
+_FENCED = re.compile(r"^```(?:json)?\s*(?P<inner>.*?)\s*```$", re.DOTALL)
+
+
+def _json_tool_calls(text: str) -> bool:
+    """The whole reply is a JSON object carrying `tool_calls` (or `function_call`): a structured
+    call written as text. JSON that merely mentions the key inside prose or docs is not."""
+    stripped = text.strip()
+    fenced = _FENCED.match(stripped)
+    candidate = fenced.group("inner") if fenced else stripped
+    if not candidate.startswith("{"):
+        return False
+    try:
+        value = json.loads(candidate)
+    except (json.JSONDecodeError, RecursionError):
+        return bool(re.match(r'\{\s*"(tool_calls|function_call)"\s*:', candidate))
+    return isinstance(value, dict) and bool({"tool_calls", "function_call"} & set(value))
+
+
+def no_tool_markup(text: str) -> str | None:
+    """Rejects tool-call syntax written into the answer instead of sent as a structured call."""
+    for name, pattern in _LEAKS:
+        if pattern.search(text):
+            return f"the answer contains {name}; tools are not available now, write the answer as plain text"
+    if _json_tool_calls(text):
+        return "the answer is a tool_calls JSON object; tools are not available now, write the answer as plain text"
+    return None
+
+
+# -- building verifiers ----------------------------------------------------------------------------
+
+
+def predicate(check: Callable[[str], bool], problem: str) -> Verifier:
+    """A verifier from a yes/no check; `problem` tells the model what was wrong."""
+
+    def verify(text: str) -> str | None:
+        try:
+            ok = check(text)
+        except Exception as error:  # a broken check is a rejection with a reason, not a crash
+            return f"{problem} (the check raised {type(error).__name__}: {error})"
+        return None if ok else problem
+
+    return verify
+
+
+def extract_json(text: str) -> str:
+    """The JSON part of a reply: the whole text, or the body of a ```json fence in it."""
+    fence = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
+    return fence.group(1).strip() if fence else text.strip()
+
+
+def schema(model: type[BaseModel]) -> Verifier:
+    """Accepts a reply that is JSON (bare or in a ```json fence) valid against a pydantic model."""
+
+    def verify(text: str) -> str | None:
+        try:
+            model.model_validate_json(extract_json(text))
+        except ValidationError as error:
+            return f"the answer must be JSON matching {model.__name__}: " + _describe(error)
+        return None
+
+    return verify
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors()[:8]:
+        where = ".".join(str(p) for p in item["loc"]) or "(document)"
+        parts.append(f"{where}: {item['msg']}")
+    return "; ".join(parts)
