@@ -63,6 +63,8 @@ class FigureMade(Event):
 class ExplorationDone(Event):
     type: Literal["exploration_done"] = "exploration_done"
     record: ExplorationRecord
+    failed: bool = False
+    """True when the phase was cut off under --strict: the report run must fail."""
 
 
 class GapFound(Event):

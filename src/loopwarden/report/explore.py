@@ -1,0 +1,142 @@
+"""The exploration phase: a guarded tool loop over the data folder that ends with a structured
+`ExplorationRecord`. A stop (the repeated-call ladder, a budget) degrades: the record is built
+from what had been read and the report run goes on; under `strict` the phase fails instead."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from ..config import LoopConfig
+from ..events import Event, EventStamper, RunFinished
+from ..guard.budget import Budgets
+from ..loop import Agent
+from ..models.base import Model
+from .events import ExplorationCutOff, ExplorationDone, IsolationProbed
+from .findings import cross_table_findings, strongest_correlations, table_findings, title_of
+from .readers.images import OcrReader
+from .record import ExplorationRecord
+from .sandbox.isolation import probe_isolation
+from .sandbox.runner import FigureSandbox
+from .scan import ScanResult
+from .tools import ExplorationContext, exploration_tools
+
+STEP_BUDGET = 20
+CUT_OFF_MESSAGE = "repeated identical tool call detected — exploration cut off, writing from what has been read"
+
+SYSTEM_PROMPT = """You are a careful data analyst. A user pointed you at a data folder whose file names and
+contents are unknown to them. Work out what experiment this is, what it measured and what the data shows.
+Use the tools: list folders, read every document (in segments when it is truncated), profile every table,
+read the images, and draw a figure for each numeric table. Paths are relative to the data folder.
+Do not repeat a call whose result you already have. When you know enough, call finish_exploration with
+findings that quote numbers from the data (ranges, trends, peaks, correlations)."""
+
+
+def exploration_prompt(scan: ScanResult, max_files: int = 150) -> str:
+    listing = "\n".join(f"- {f.path} ({f.kind}, {f.size} bytes)" for f in scan.files[:max_files])
+    more = f"\n... and {len(scan.files) - max_files} more files" if len(scan.files) > max_files else ""
+    return f"The data folder holds {scan.summary()}.\nFiles:\n{listing}{more}\n\nExplore it and finish the exploration."
+
+
+async def explore(
+    root: Path,
+    out_dir: Path,
+    model: Model,
+    *,
+    stamper: EventStamper,
+    scan: ScanResult,
+    strict: bool = False,
+    allow_rlimits_only: bool = False,
+    vision: Model | None = None,
+) -> AsyncIterator[Event]:
+    isolation = await asyncio.to_thread(probe_isolation)
+    sandbox = FigureSandbox(root, out_dir, isolation, allow_rlimits_only=allow_rlimits_only)
+    yield stamper(
+        IsolationProbed,
+        landlock_abi=isolation.landlock_abi,
+        seccomp=isolation.seccomp,
+        bwrap=isolation.bwrap is not None,
+        layer=sandbox.layer,
+        figures_enabled=sandbox.enabled,
+        message=_isolation_message(isolation.describe(), sandbox),
+    )
+    ocr = OcrReader() if vision is None and OcrReader.available() else None
+    ctx = ExplorationContext(root=root, out_dir=out_dir, scan=scan, sandbox=sandbox, vision=vision, ocr=ocr)
+    bind = getattr(model, "bind", None)
+    if callable(bind):
+        bind(ctx)  # the offline explorer plans from the scan and analyses what the tools read
+    config = LoopConfig(
+        budgets=Budgets(max_tool_rounds=STEP_BUDGET, max_model_calls=STEP_BUDGET + 5),
+        policy="fail" if strict else "degrade",
+        wrap_up=False,
+        phase="exploration",
+    )
+    agent = Agent(model, exploration_tools(ctx), system=SYSTEM_PROMPT, config=config)
+    finished: RunFinished | None = None
+    async for event in agent.stream(exploration_prompt(scan), stamper=stamper):
+        if isinstance(event, RunFinished):
+            finished = event
+        yield event
+    stop_reason = finished.stop_reason if finished else "no_result"
+    if ctx.finished is not None:
+        record = ctx.finished
+        degraded = False
+    else:
+        record = fallback_record(ctx)
+        degraded = True
+        yield stamper(ExplorationCutOff, stop_reason=stop_reason, message=_cut_off_message(stop_reason, strict),
+                      strict=strict)  # fmt: skip
+    record = record.model_copy(
+        update={
+            "figures": list(ctx.figures),
+            "tables": list(ctx.tables.values()),
+            "coverage": ctx.coverage.ledger(),
+            "offline": bool(getattr(model, "offline", False)),
+            "stop_reason": stop_reason,
+            "degraded": degraded,
+        }
+    )
+    await asyncio.to_thread(_save_record, out_dir, record)
+    yield stamper(ExplorationDone, record=record, failed=degraded and strict)
+
+
+def _isolation_message(described: str, sandbox: FigureSandbox) -> str:
+    if sandbox.layer == "rlimits-only":
+        return f"{described}; figures run with resource limits only (explicitly allowed)"
+    if not sandbox.enabled:
+        return f"{described}; the figure step is switched off (pass allow_rlimits_only to run it without isolation)"
+    return described
+
+
+def _cut_off_message(stop_reason: str, strict: bool) -> str:
+    base = CUT_OFF_MESSAGE if stop_reason == "repeated_call" else (
+        f"exploration stopped ({stop_reason}) before finish_exploration — writing from what has been read"
+    )  # fmt: skip
+    return base + (" (strict: the run fails)" if strict else "")
+
+
+def fallback_record(ctx: ExplorationContext) -> ExplorationRecord:
+    """The record when the model never finished: built from the tables and texts the tools read."""
+    frames = {}
+    for path in ctx.tables:
+        table = ctx.reader.table(path.split("#")[0])
+        if table is not None and path in table.frames:
+            frames[path] = table.frames[path]
+    findings = [f for path, frame in frames.items() for f in table_findings(path, frame)]
+    findings += cross_table_findings(frames) + strongest_correlations(frames)
+    read = ctx.coverage.ledger()
+    title = next((t for text in ctx.texts.values() if (t := title_of(text))), None)
+    if not findings:
+        findings = [f"Files read before the cut-off: {', '.join(read.by_status('read')) or 'none'}."]
+    return ExplorationRecord(
+        experiment=title or f"Unidentified experiment in {ctx.root.name} (exploration cut off)",
+        goal="Not established: the exploration was cut off before it finished.",
+        key_findings=findings,
+    )
+
+
+def _save_record(out_dir: Path, record: ExplorationRecord) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "exploration.json").write_text(json.dumps(record.model_dump(mode="json"), indent=1, ensure_ascii=False))

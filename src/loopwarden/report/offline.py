@@ -1,0 +1,240 @@
+"""The offline explorer: a deterministic `Model` that explores like a careful analyst, so the
+report agent runs on a fresh machine with no endpoint and no key.
+
+It proposes tool calls in batches (one batch = one tool round): list the folder; read every
+document, following "truncated ... continue with offset=N" in segments; profile every table;
+read every image; draw a figure per numeric table (when figures are on); then it calls
+finish_exploration with findings computed from the tables the tools read. Everything it
+produces is labelled offline.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import count
+from typing import Any
+
+from ..models.base import ModelReply, ModelRequest, ToolCall, Usage
+from .findings import (
+    cross_table_findings,
+    independent_column,
+    numeric_columns,
+    section,
+    sentence_with,
+    strongest_correlations,
+    table_findings,
+    title_of,
+)
+from .readers import TABLE_EXTS
+from .tools import ExplorationContext
+
+OFFLINE_LABEL = "offline explorer (deterministic, no language model)"
+MAX_SEGMENTS = 6
+"""Segments read per long document before moving on (the step budget is shared)."""
+_CONTINUE = re.compile(r'Continue with read_file\(path="([^"]+)", offset=(\d+)')
+_REFERENCE_HINTS = ("report", "example", "sample", "reference", "template")
+
+
+class OfflineExplorer:
+    offline = True
+
+    def __init__(self) -> None:
+        self.name = "offline-explorer"
+        self._ctx: ExplorationContext | None = None
+        self._batches: list[list[tuple[str, dict[str, Any]]]] = []
+        self._segments: dict[str, int] = {}
+        self._ids = count(1)
+        self._figures_done = False
+        self.requests: list[ModelRequest] = []
+
+    def bind(self, ctx: ExplorationContext) -> None:
+        self._ctx = ctx
+        self._batches = self._plan(ctx)
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        offered = {t["function"]["name"] for t in request.tools}
+        if not offered:
+            return self._reply(text=self._summary())
+        forced = request.tool_choice
+        if isinstance(forced, dict) or "finish_exploration" not in offered:
+            return self._finish()
+        batch = self._continuations(request) or self._next_batch(offered)
+        if not batch:
+            return self._finish()
+        return self._reply(calls=batch)
+
+    # -- planning --------------------------------------------------------------------------------
+
+    def _plan(self, ctx: ExplorationContext) -> list[list[tuple[str, dict[str, Any]]]]:
+        scan = ctx.scan
+        folders = sorted({f.path.rsplit("/", 1)[0] for f in scan.files if "/" in f.path})
+        documents = [f.path for f in scan.files if f.kind == "documents" or (f.kind == "other" and f.size < 1 << 20)]
+        tables = [f.path for f in scan.files if f.ext in TABLE_EXTS]
+        other_data = [f.path for f in scan.files if f.kind == "data" and f.ext not in TABLE_EXTS]
+        images = [f.path for f in scan.files if f.kind == "images"]
+        batches: list[list[tuple[str, dict[str, Any]]]] = [
+            [("list_dir", {"path": "."})] + [("list_dir", {"path": d}) for d in folders[:7]]
+        ]
+        reads = [("read_file", {"path": p}) for p in documents + other_data]
+        batches += _chunks(reads, 8)
+        batches += _chunks([("read_file", {"path": p}) for p in tables], 8)
+        question = "What does this image show? Give any text, numbers, axis labels and units."
+        batches += _chunks([("read_image", {"path": p, "question": question}) for p in images], 4)
+        return batches
+
+    def _next_batch(self, offered: set[str]) -> list[tuple[str, dict[str, Any]]]:
+        while self._batches:
+            batch = [c for c in self._batches.pop(0) if c[0] in offered]
+            if batch:
+                return batch
+        if "make_figure" in offered and not self._figures_done:
+            self._figures_done = True
+            return self._figure_calls()
+        return []
+
+    def _continuations(self, request: ModelRequest) -> list[tuple[str, dict[str, Any]]]:
+        """Follow the closing line of truncated reads from the last tool round."""
+        calls = []
+        for message in _last_tool_messages(request.messages):
+            match = _CONTINUE.search(_result_text(message.get("content")))
+            if not match:
+                continue
+            path, offset = match.group(1), int(match.group(2))
+            self._segments[path] = self._segments.get(path, 1) + 1
+            if self._segments[path] <= MAX_SEGMENTS:
+                calls.append(("read_file", {"path": path, "offset": offset}))
+        return calls
+
+    def _figure_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        assert self._ctx is not None
+        calls = []
+        for path, frame in self._frames().items():
+            x = independent_column(frame)
+            ys = [c for c in numeric_columns(frame) if c != x][:4]
+            if x is None or not ys or "#" in path:
+                continue
+            # One panel per measured column: their units differ, so they never share an axis.
+            size = f"(6, {2 + 1.6 * len(ys):.1f})"
+            lines = [
+                f"df = load({path!r})",
+                f"fig, axes = plt.subplots({len(ys)}, 1, figsize={size}, sharex=True, squeeze=False)",
+            ]
+            for i, y in enumerate(ys):
+                lines += [
+                    f"axes[{i}, 0].plot(df[{x!r}], df[{y!r}], marker='o', markersize=3)",
+                    f"axes[{i}, 0].set_ylabel({y!r})",
+                    f"axes[{i}, 0].grid(True, alpha=0.3)",
+                ]
+            lines += [f"axes[-1, 0].set_xlabel({x!r})", f"axes[0, 0].set_title({path!r})", "fig.tight_layout()"]
+            stem = re.sub(r"[^A-Za-z0-9]+", "_", path.rsplit(".", 1)[0]).strip("_")
+            caption = f"{', '.join(ys)} against {x} in {path} (drawn by the offline explorer)."
+            calls.append(("make_figure", {"code": "\n".join(lines), "filename": stem, "caption": caption}))
+        return calls[:8]
+
+    # -- finishing -------------------------------------------------------------------------------
+
+    def _frames(self) -> dict[str, Any]:
+        assert self._ctx is not None
+        frames: dict[str, Any] = {}
+        for path in sorted(self._ctx.tables):
+            table = self._ctx.reader.table(path.split("#")[0])
+            if table is not None and path in table.frames:
+                frames[path] = table.frames[path]
+        return frames
+
+    def finish_arguments(self) -> dict[str, Any]:
+        assert self._ctx is not None
+        ctx = self._ctx
+        frames = self._frames()
+        texts = {p: t for p, t in ctx.texts.items() if p not in frames}
+        notes = "\n".join(texts.values())
+        title = next((t for p, text in sorted(texts.items()) if (t := title_of(text))), None)
+        columns = sorted({c for frame in frames.values() for c in numeric_columns(frame)})
+        measured = f"measurements of {', '.join(columns)}" if columns else "the files in the folder"
+        experiment = f"{title}: {measured}" if title else f"An experiment recording {measured}"
+        goal = sentence_with(notes, "goal", "aim", "objective", "purpose") or (
+            f"To measure {', '.join(columns[:4])} and how they vary." if columns else "Not stated in the files."
+        )
+        findings = [f"Offline exploration by the {OFFLINE_LABEL}: findings computed directly from the data."]
+        findings += [f for path, frame in frames.items() for f in table_findings(path, frame)]
+        findings += cross_table_findings(frames) + strongest_correlations(frames)
+        requirements = section(notes, "assignment", "task", "requirement", "deliverable")
+        method = section(notes, "method", "procedure", "setup", "apparatus")
+        params = [p for p in texts if p.endswith((".yaml", ".yml", ".json", ".toml", ".ini", ".cfg"))]
+        methodology = " ".join(method)
+        if params:
+            methodology += f" Parameters recorded in {', '.join(params)}."
+        reference = next(
+            (
+                f.path
+                for f in ctx.scan.files
+                if f.kind == "documents" and any(h in f.path.lower() for h in _REFERENCE_HINTS)
+            ),
+            None,
+        )
+        arguments: dict[str, Any] = {
+            "experiment": experiment,
+            "goal": goal,
+            "key_findings": findings,
+            "assignment_requirements": requirements,
+            "methodology_notes": methodology.strip() or None,
+        }
+        if reference is not None:
+            arguments["reference_report"] = reference
+        return arguments
+
+    def _finish(self) -> ModelReply:
+        if self._ctx is None:
+            raise RuntimeError("OfflineExplorer.bind(ctx) must be called before exploring")
+        return self._reply(calls=[("finish_exploration", self.finish_arguments())])
+
+    def _summary(self) -> str:
+        if self._ctx is None:
+            return f"[{OFFLINE_LABEL}] nothing was explored."
+        args = self.finish_arguments()
+        return f"[{OFFLINE_LABEL}] {args['experiment']}\n" + "\n".join(args["key_findings"])
+
+    def _reply(self, *, calls: list[tuple[str, dict[str, Any]]] | None = None, text: str | None = None) -> ModelReply:
+        tool_calls = [
+            ToolCall(id=f"offline_{next(self._ids)}", name=name, arguments=json.dumps(args))
+            for name, args in calls or []
+        ]
+        return ModelReply(
+            text=text,
+            tool_calls=tool_calls,
+            usage=Usage(),
+            finish_reason="tool_calls" if tool_calls else "stop",
+            model=self.name,
+        )
+
+
+def _chunks(items: list[tuple[str, dict[str, Any]]], size: int) -> list[list[tuple[str, dict[str, Any]]]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _result_text(content: Any) -> str:
+    """The data of a tool message (JSON of a ToolResult), or the raw content."""
+    try:
+        payload = json.loads(str(content))
+    except json.JSONDecodeError:
+        return str(content)
+    return str(payload.get("data", "")) if isinstance(payload, dict) else str(content)
+
+
+def _last_tool_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    tail = []
+    for message in reversed(messages):
+        if message.get("role") == "tool":
+            tail.append(message)
+        elif tail or message.get("role") == "assistant":
+            break
+    return list(reversed(tail))
+
+
+__all__ = ["OFFLINE_LABEL", "OfflineExplorer"]

@@ -1,0 +1,223 @@
+"""The exploration tools, built on one data root: list_dir, read_file, read_image, make_figure
+and the phase's terminal tool finish_exploration. Every path argument goes through the path
+guard; every failure is a structured result the model can act on; the coverage ledger is kept
+here, from what the tools actually returned."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
+
+from ..models.base import Model
+from ..tools import Tool, ToolResult, tool
+from .coverage import CoverageTracker
+from .paths import OUT_OF_BOUNDS, OutOfBounds, PathGuard
+from .readers import FileReader
+from .readers.images import MAX_IMAGE_BYTES, OcrReader, read_image_bytes
+from .record import ExplorationRecord, FigureRecord, TableProfile
+from .sandbox.runner import FigureSandbox
+from .scan import IMAGE_EXTS, ScanResult, extension
+
+MAX_LISTING = 300
+FIX_PATH = "use a path relative to the data folder, as shown by list_dir"
+
+
+@dataclass
+class ExplorationContext:
+    root: Path
+    out_dir: Path
+    scan: ScanResult
+    sandbox: FigureSandbox
+    vision: Model | None = None
+    ocr: OcrReader | None = None
+    guard: PathGuard = field(init=False)
+    reader: FileReader = field(init=False)
+    coverage: CoverageTracker = field(init=False)
+    figures: list[FigureRecord] = field(default_factory=list)
+    tables: dict[str, TableProfile] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+    """Text read per file (documents), for findings when the phase is cut off."""
+    finished: ExplorationRecord | None = None
+
+    def __post_init__(self) -> None:
+        self.guard = PathGuard(self.root)
+        self.reader = FileReader(self.guard)
+        self.coverage = CoverageTracker(self.scan)
+
+    @property
+    def figures_enabled(self) -> bool:
+        return self.sandbox.enabled
+
+
+def out_of_bounds(path: object) -> ToolResult:
+    return ToolResult.failure("out_of_bounds", f"{OUT_OF_BOUNDS}: {str(path)[:200]!r}", user_action=FIX_PATH)
+
+
+def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
+    @tool
+    def list_dir(path: str = ".") -> ToolResult:
+        """List a folder of the data folder: sub-folders (ending in /) and files with sizes.
+
+        Args:
+            path: folder relative to the data folder; "." is the top
+        """
+        try:
+            fd = ctx.guard.open_dir(path)
+        except OutOfBounds:
+            return out_of_bounds(path)
+        try:
+            lines = _listing(fd)
+        finally:
+            os.close(fd)
+        if not lines:
+            return ToolResult.success("(empty folder)")
+        return ToolResult.success("\n".join(lines))
+
+    @tool
+    def read_file(
+        path: str,
+        offset: Annotated[int, Field(ge=0)] = 0,
+        limit: Annotated[int | None, Field(ge=1)] = None,
+    ) -> ToolResult:
+        """Read a file of the data folder as text: documents (PDF, DOCX, notebooks, Markdown,
+        LaTeX, text, JSON, YAML) by lines, clipped at 7000 characters; tables (CSV, TSV, XLSX) as
+        a profile (shape, columns, statistics, first rows) unless offset/limit ask for raw lines.
+
+        Args:
+            path: file path relative to the data folder
+            offset: first line to show (0-based), to continue a truncated read
+            limit: how many lines to show at most
+        """
+        try:
+            outcome = ctx.reader.read(path, offset, limit)
+        except OutOfBounds:
+            return out_of_bounds(path)
+        except Exception as error:  # a corrupt PDF, a malformed CSV: tell the model, keep going
+            rel = _safe_rel(ctx, path)
+            ctx.coverage.note_skip(rel, f"unreadable: {type(error).__name__}: {error}"[:300])
+            return ToolResult.failure("unreadable", f"could not read {rel}: {type(error).__name__}: {error}"[:500])
+        ctx.coverage.note_read(outcome)
+        for profile in outcome.tables:
+            ctx.tables[profile.path] = profile
+        if outcome.mode in ("text", "document"):
+            ctx.texts[outcome.path] = ctx.texts.get(outcome.path, "") + outcome.text
+        return ToolResult.success(outcome.text)
+
+    @tool
+    async def read_image(path: str, question: str = "") -> ToolResult:
+        """Read an image of the data folder: what it shows, its text and numbers, its size.
+
+        Args:
+            path: image path relative to the data folder
+            question: what to look for in the image
+        """
+        try:
+            rel = ctx.guard.relative(path)
+            fd = ctx.guard.open_file(path)
+        except OutOfBounds:
+            return out_of_bounds(path)
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(MAX_IMAGE_BYTES + 1)
+        if len(data) > MAX_IMAGE_BYTES:
+            ctx.coverage.note_skip(rel, "image larger than 20 MB")
+            return ToolResult.failure("too_large", f"{rel} is larger than {MAX_IMAGE_BYTES >> 20} MB; not read")
+        try:
+            reading = await read_image_bytes(rel, extension(rel), data, question, vision=ctx.vision, ocr=ctx.ocr)
+        except Exception as error:  # the vision endpoint or OCR failed: the run goes on
+            ctx.coverage.note_skip(rel, f"image reader failed: {error}"[:300])
+            return ToolResult.failure("image_reader_failed", f"{rel}: {type(error).__name__}: {error}"[:500])
+        ctx.coverage.note_image(rel, reading.reader, len(reading.text))
+        ctx.texts[rel] = reading.text
+        return ToolResult.success(reading.text)
+
+    @tool(timeout=180)
+    async def make_figure(code: str, filename: str, caption: str) -> ToolResult:
+        """Draw a figure with matplotlib in an isolated process. Available names: plt, np, pd,
+        math, statistics and load(path) -> DataFrame for a table of the data folder. Imports:
+        matplotlib, numpy, pandas, math, statistics only. Do not call savefig: the runtime saves
+        the current figure as figures/<filename>.png.
+
+        Args:
+            code: Python code that draws on the current matplotlib figure
+            filename: a short file name for the figure, e.g. field_vs_position
+            caption: one sentence saying what the figure shows
+        """
+        outcome = await ctx.sandbox.run(code, filename)
+        if not outcome.ok or outcome.path is None:
+            return ToolResult.failure(outcome.error_type or "figure_failed", outcome.message)
+        sources = sorted(set(re.findall(r"load\(\s*['\"]([^'\"]+)['\"]", code)))
+        ctx.figures = [f for f in ctx.figures if f.path != outcome.path]
+        ctx.figures.append(FigureRecord(path=outcome.path, caption=caption, source_files=sources, code=code))
+        return ToolResult.success({"path": outcome.path, "caption": caption}, message=outcome.message)
+
+    @tool(terminal=True)
+    def finish_exploration(
+        experiment: Annotated[str, Field(min_length=3)],
+        goal: Annotated[str, Field(min_length=3)],
+        key_findings: Annotated[list[str], Field(min_length=1)],
+        assignment_requirements: list[str] | None = None,
+        methodology_notes: str | None = None,
+        reference_report: str | None = None,
+    ) -> ToolResult:
+        """Finish the exploration with what the experiment is and what the data shows.
+
+        Args:
+            experiment: what experiment this is, in one sentence
+            goal: what it set out to measure or show
+            key_findings: the findings, each a sentence with numbers from the data
+            assignment_requirements: what an assignment or brief in the folder asks for, if any
+            methodology_notes: how the measurement was done, from the notes and parameters
+            reference_report: path of an example or reference report in the folder, if any
+        """
+        if reference_report:
+            try:
+                reference_report = ctx.guard.relative(reference_report)
+            except OutOfBounds:
+                return out_of_bounds(reference_report)
+        ctx.finished = ExplorationRecord(
+            experiment=experiment,
+            goal=goal,
+            key_findings=key_findings,
+            assignment_requirements=assignment_requirements or [],
+            methodology_notes=methodology_notes,
+            reference_report=reference_report,
+        )
+        return ToolResult.success({"recorded": True, "n_findings": len(key_findings)})
+
+    tools = [list_dir, read_file, read_image, finish_exploration]
+    if ctx.figures_enabled:
+        tools.insert(3, make_figure)
+    return tools
+
+
+def _listing(fd: int) -> list[str]:
+    lines: list[str] = []
+    with os.scandir(fd) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.name.startswith("."):
+                continue
+            if len(lines) >= MAX_LISTING:
+                lines.append("... (more entries not shown; list a sub-folder instead)")
+                break
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                lines.append(f"{entry.name}/")
+            elif stat.S_ISLNK(info.st_mode):
+                lines.append(f"{entry.name} (symlink)")
+            elif stat.S_ISREG(info.st_mode):
+                hint = " (image)" if extension(entry.name) in IMAGE_EXTS else ""
+                lines.append(f"{entry.name}  {info.st_size} bytes{hint}")
+    return lines
+
+
+def _safe_rel(ctx: ExplorationContext, path: str) -> str:
+    try:
+        return ctx.guard.relative(path)
+    except OutOfBounds:
+        return str(path)
