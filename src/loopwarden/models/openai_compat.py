@@ -66,20 +66,35 @@ class OpenAICompatModel:
         self.on_notice = on_notice
         self._backoff = Backoff(config.retry_base_delay, config.retry_max_delay)
         self._secret = config.api_key.get_secret_value() if config.api_key else None
-        self._client = openai.AsyncOpenAI(
-            # Local servers need no key, but the SDK wants one and would otherwise read
-            # OPENAI_API_KEY from the environment and send it to a server it was not meant for.
-            api_key=self._secret or "no-key",
-            base_url=config.base_url,
-            timeout=openai.Timeout(config.timeout, connect=min(config.timeout, 15.0)),
-            max_retries=0,
-        )
+        self._client: openai.AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def _sdk(self) -> openai.AsyncOpenAI:
+        """The SDK client of the running event loop. Its connection pool belongs to one loop,
+        and a model object outlives loops (`Agent.run_sync` twice runs two loops)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client_loop = loop
+            self._client = openai.AsyncOpenAI(
+                # Local servers need no key, but the SDK wants one and would otherwise read
+                # OPENAI_API_KEY from the environment and send it to a server it was not meant for.
+                api_key=self._secret or "no-key",
+                base_url=self.config.base_url,
+                timeout=openai.Timeout(self.config.timeout, connect=min(self.config.timeout, 15.0)),
+                max_retries=0,
+                # A plain pooled client: the SDK's default one schedules its own closing when
+                # garbage-collected, which fails noisily once its event loop is gone.
+                http_client=openai.DefaultAsyncHttpxClient(),
+            )
+        return self._client
 
     def __repr__(self) -> str:
         return f"OpenAICompatModel({self.name!r}, tier={self.tier!r}, base_url={self.config.base_url!r})"
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._client is not None and self._client_loop is asyncio.get_running_loop():
+            await self._client.close()
+        self._client = None
 
     # -- the Model protocol ----------------------------------------------------------------------
 
@@ -100,7 +115,7 @@ class OpenAICompatModel:
         """The model ids the endpoint offers (GET /models), for `loopwarden doctor`."""
         try:
             async with asyncio.timeout(self.config.timeout):
-                page = await self._client.models.list()
+                page = await self._sdk().models.list()
                 return [m.id async for m in page]
         except TimeoutError:
             raise self._error("timeout", f"no reply within {self.config.timeout:g}s", None, 1) from None
@@ -142,7 +157,7 @@ class OpenAICompatModel:
             async with asyncio.timeout(self.config.timeout):
                 if self.config.stream:
                     return await self._streamed(request)
-                completion = await self._client.chat.completions.create(**self._arguments(request))
+                completion = await self._sdk().chat.completions.create(**self._arguments(request))
                 return parse_completion(_as_dict(completion), fallback_model=self.name)
         except TimeoutError:
             raise _Attempt("timeout", f"no complete reply within {self.config.timeout:g}s") from None
@@ -164,7 +179,7 @@ class OpenAICompatModel:
 
     async def _streamed(self, request: ModelRequest) -> ModelReply:
         assembler = StreamAssembler(fallback_model=self.name)
-        stream = await self._client.chat.completions.create(
+        stream = await self._sdk().chat.completions.create(
             **self._arguments(request), stream=True, stream_options={"include_usage": True}
         )
         async with stream:
