@@ -4,6 +4,7 @@ per run, so cases can run concurrently)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -88,7 +89,7 @@ def _body(spec: ToolSpec) -> Callable[[dict[str, Any]], Any]:
     async def body(args: dict[str, Any]) -> Any:
         counts[-1] += 1
         if script is not None:
-            return script(args, counts[-1])
+            return await asyncio.to_thread(script, args, counts[-1])  # a slow script never blocks the loop
         for index, entry in enumerate(spec.by_args):
             if contains(args, entry.args):
                 counts[index] += 1
