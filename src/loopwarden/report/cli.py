@@ -75,9 +75,8 @@ def run_command(
     from ..models.config import ConfigError, load_endpoint_config
     from .config import ReportConfig, ReportInputError, validate_report_config
 
-    err = Console(stderr=True)
     if lang not in ("en", "zh"):
-        err.print(f"error: --lang must be en or zh, not {lang!r}", markup=False, highlight=False)
+        _error(f"--lang must be en or zh, not {lang!r}")
         return EXIT_BAD_INPUT
     language: Literal["en", "zh"] = "zh" if lang == "zh" else "en"
     try:
@@ -89,14 +88,19 @@ def run_command(
         )
         validate_report_config(config)
     except (ReportInputError, ConfigError) as error:
-        err.print(f"error: {error}", markup=False, highlight=False)
+        _error(str(error))
         return EXIT_BAD_INPUT
     try:
         finished = asyncio.run(_consume(config, json_lines))
     except KeyboardInterrupt:
-        err.print("interrupted: the run was cancelled (events.jsonl says so)")
+        sys.stderr.write("interrupted: the run was cancelled (events.jsonl says so)\n")
         return EXIT_INTERRUPTED
     return EXIT_CODES.get(finished.status, EXIT_FAILED) if finished else EXIT_FAILED
+
+
+def _error(message: str) -> None:
+    # Plain stderr: one line, never wrapped or styled, so scripts can read it.
+    sys.stderr.write(f"error: {' '.join(message.split())}\n")
 
 
 async def _consume(config: object, json_lines: bool) -> ReportFinished | None:

@@ -62,6 +62,10 @@ TEXT: dict[str, dict[Lang, str]] = {
         "zh": "探索提前终止（{reason}）；本报告基于已读取的内容。",
     },
     "conclusion": {"en": "In summary:", "zh": "总之："},
+    "requirements_intro": {"en": "The assignment asks for the following:", "zh": "作业要求如下："},
+    "addressed": {"en": "addressed by the findings above", "zh": "已由上述发现回应"},
+    "not_addressed": {"en": "not addressed by the material found (see the gaps)", "zh": "现有材料未能回应（见缺口）"},
+    "see_results": {"en": "The findings are listed with the results above.", "zh": "各项发现已在上文结果中列出。"},
     "more_files": {"en": "... and {n} more files.", "zh": "……另有 {n} 个文件。"},
 }
 
@@ -217,6 +221,24 @@ def _limitations(inp: WriterInput) -> str:
     return "\n\n".join(parts)
 
 
+def _discussion(inp: WriterInput) -> str:
+    r, lang = inp.record, inp.lang
+    if not r.assignment_requirements:
+        return _findings_body(inp)
+    open_requirements = {g.requirement for g in inp.gaps if g.kind == "requirement"}
+    items = [
+        f"{escape(req)} --- \\emph{{{t('not_addressed' if req in open_requirements else 'addressed', lang)}}}"
+        for req in r.assignment_requirements
+    ]
+    return (
+        escape(t("requirements_intro", lang))
+        + "\n"
+        + _itemize(items, escaped=True)
+        + "\n\n"
+        + escape(t("see_results", lang))
+    )
+
+
 def _conclusion(inp: WriterInput) -> str:
     findings = inp.record.key_findings[:3]
     if not findings:
@@ -231,7 +253,7 @@ SECTION_WRITERS: dict[str, Callable[[WriterInput], str]] = {
     "methods": _methods,
     "results": _results,
     "findings": _findings_with_tables,
-    "discussion": _findings_body,
+    "discussion": _discussion,
     "limitations": _limitations,
     "gaps": _limitations,
     "conclusion": _conclusion,

@@ -166,7 +166,8 @@ async def _explore(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]
     if ctx.record is None:
         ctx.fatal = "exploration ended without a record"
         return
-    atomic_write(ctx.config.out_dir / "exploration.json", ctx.record.model_dump_json(indent=2))
+    if not (ctx.config.out_dir / "exploration.json").is_file():
+        atomic_write(ctx.config.out_dir / "exploration.json", ctx.record.model_dump_json(indent=2))
     if ctx.record.degraded:
         ctx.stop_reasons.append(f"exploration_{ctx.record.stop_reason or 'cut_off'}")
         if ctx.config.strict:
@@ -182,7 +183,8 @@ def _explorer_models(ctx: Context) -> tuple[Model, Model | None]:
     endpoint = ctx.config.endpoint
     if endpoint is None:
         offline = importlib.import_module("loopwarden.report.offline")
-        return offline.offline_explorer(ctx.config.data_dir, scan=ctx.scan), None
+        explorer: Model = offline.OfflineExplorer()
+        return explorer, None
     from ..models.openai_compat import build_model
 
     vision = build_model(endpoint, "vision") if endpoint.vision_model else None
