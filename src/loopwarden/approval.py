@@ -6,14 +6,17 @@ whoever consumes the events calls `gate.decide(call_id, approve, reason)` (befor
 next event, or from another task). An approved call runs; a denied one becomes a structured
 `denied` result the model reads and can act on. No decision within the gate's timeout is a denial.
 
-Everything needed to resume elsewhere is in the event: `PendingApproval` is plain data
-(messages so far, the pending calls), so a server can persist it and resume after a restart.
+Without a gate the run pauses instead: it ends with status `paused`, stop reason
+`approval_required` and, as its output, a `PendingApproval` — plain JSON data (the messages so
+far and the pending turn's calls). `Agent.resume(pending, decisions)` continues it, in this
+process or in another one after a restart (what a server persists). A resumed run starts its
+detectors and totals afresh; the conversation, and so the model's view, is unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from .events import ApprovalDecided, ApprovalRequired, Event, EventStamper
 from .guard.fingerprint import args_hash
+from .models.base import ModelReply, ToolCall
 from .tools import ToolResult
 
 if TYPE_CHECKING:
@@ -49,6 +53,16 @@ class PendingApproval(BaseModel):
     calls: list[PendingCall]
     messages: list[dict[str, Any]] = Field(default_factory=list)
 
+    def replay(self) -> ModelReply:
+        """The paused turn's calls (every call of it: none ran), as the model proposed them."""
+        last = next(m for m in reversed(self.messages) if m.get("role") == "assistant" and m.get("tool_calls"))
+        return ModelReply(
+            tool_calls=[
+                ToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"].get("arguments") or "{}")
+                for c in last["tool_calls"]
+            ]
+        )
+
 
 @dataclass
 class ApprovalGate:
@@ -69,6 +83,14 @@ class ApprovalGate:
             future.set_result(decision)
         else:
             self._decisions[call_id] = decision
+
+    @classmethod
+    def with_decisions(cls, decisions: Mapping[str, bool | Decision], base: ApprovalGate | None = None) -> ApprovalGate:
+        gate = base or cls()
+        for call_id, decision in decisions.items():
+            made = decision if isinstance(decision, Decision) else Decision(approve=decision)
+            gate.decide(call_id, made.approve, made.reason, by=made.by)
+        return gate
 
     def approve(self, call_id: str, reason: str | None = None, *, by: str | None = None) -> None:
         self.decide(call_id, True, reason, by=by)
@@ -108,6 +130,8 @@ class ApprovalReview:
     gate: ApprovalGate | None
     stamp: EventStamper
     messages: Callable[[], Sequence[Message]]
+    paused: PendingApproval | None = None
+    """Set when calls need approval and there is no gate: the run must end paused."""
 
     async def review(self, proposals: Sequence[Proposal], turn: int) -> AsyncIterator[Event]:
         needing = [p for p in proposals if p.runnable and p.tool is not None and p.tool.requires_approval]
@@ -115,6 +139,8 @@ class ApprovalReview:
             return
         calls = [PendingCall(call_id=p.call.id, tool=p.call.name, arguments=p.arguments, turn=turn) for p in needing]
         resume = PendingApproval(run_id=self.stamp.run_id, turn=turn, calls=calls, messages=list(self.messages()))
+        if self.gate is None:
+            self.paused = resume
         for p, call in zip(needing, calls, strict=True):
             yield self.stamp(
                 ApprovalRequired,
@@ -125,7 +151,9 @@ class ApprovalReview:
                 args_hash=args_hash(call.arguments),
                 resume=resume.model_dump(mode="json"),
             )
-            decision = await self._decide(call)
+            if self.gate is None:
+                continue
+            decision = await self.gate.wait(call)
             yield self.stamp(
                 ApprovalDecided,
                 turn=turn,
@@ -137,8 +165,3 @@ class ApprovalReview:
             )
             if not decision.approve:
                 p.result = denial_result(call.tool, decision)
-
-    async def _decide(self, call: PendingCall) -> Decision:
-        if self.gate is None:
-            return Decision(approve=False, reason="no one can approve calls in this run (no gate)", by="runtime")
-        return await self.gate.wait(call)

@@ -11,12 +11,12 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from .approval import ApprovalGate, ApprovalReview
+from .approval import ApprovalGate, ApprovalReview, Decision, PendingApproval
 from .config import CHECKLIST_DONE_REQUEST, CHECKLIST_OPEN_REMINDER, WRAP_UP_REQUEST, LoopConfig
 from .events import (
     Event,
@@ -85,7 +85,7 @@ class Agent:
     """Loop detectors, one fresh set per run; the default set when None (see guard.default_detectors),
     none when empty. `config.disabled_detectors` switches any of them off by name."""
     approvals: ApprovalGate | None = None
-    """Decides `requires_approval` calls in process; without one such calls are denied."""
+    """Decides `requires_approval` calls in process; without one such a call pauses the run (resume())."""
     principal_roles: frozenset[str] | None = None
     offered: Sequence[str] | None = None
     """Names of the tools offered each turn; all registered tools when None."""
@@ -136,6 +136,19 @@ class Agent:
     def run_sync(self, prompt: str | list[Message], *, run_id: str | None = None) -> RunResult:
         return asyncio.run(self.run(prompt, run_id=run_id))
 
+    def resume(
+        self,
+        pending: PendingApproval,
+        decisions: Mapping[str, bool | Decision],
+        *,
+        stamper: EventStamper | None = None,
+    ) -> AsyncIterator[Event]:
+        """Continue a run that paused for approval (approval.py), with a decision per call id."""
+        agent = replace(self, approvals=ApprovalGate.with_decisions(decisions, self.approvals))
+        run = _Run(agent, pending.messages, stamper.run_id if stamper else pending.run_id, stamper)
+        run.messages, run.turn, run.replay = list(pending.messages), pending.turn, pending.replay()
+        return run.events()
+
 
 class _Run:
     def __init__(
@@ -167,6 +180,7 @@ class _Run:
         self.nudged: set[str] = set()
         self.narrowed: set[str] = set()
         self.forced_choice: ToolChoice | None = None
+        self.replay: ModelReply | None = None  # a paused turn's calls, run first on resume
         self.started = time.monotonic()
 
     # -- the loop ------------------------------------------------------------------------------
@@ -189,8 +203,13 @@ class _Run:
                 return
             self._adopt_intent()
         try:
-            async for event in self._tool_phase():
-                yield event
+            if self.replay is not None:
+                self.last_offered = self._offered_now()
+                async for event in self._run_calls(self.replay):
+                    yield event
+            if not self.done:
+                async for event in self._tool_phase():
+                    yield event
         except _Stop as stop:
             async for event in self._after_stop(stop):
                 yield event
@@ -233,6 +252,11 @@ class _Run:
         self._observe("on_calls", [p.record for p in proposals])
         async for event in self.approvals.review(proposals, self.turn):
             yield event
+        if self.approvals.paused is not None:  # no one to ask in process: hand the run over
+            yield self._phase_event("approval_required", "paused", "a call needs approval")
+            yield self._finished("paused", "approval_required", self.approvals.paused.model_dump(mode="json"))
+            self.done = True
+            return
         await self._execute([p for p in proposals if p.runnable])
         for p in proposals:
             assert p.result is not None

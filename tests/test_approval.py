@@ -1,0 +1,161 @@
+"""Approval (approval.py): a call needing approval pauses the run; approve -> it runs; deny ->
+the model sees the denial; without a gate the run ends paused and resumes from plain JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from loopwarden import Agent, ScriptedModel, call, tool
+from loopwarden.approval import ApprovalGate, Decision, PendingApproval
+from loopwarden.events import ApprovalDecided, ApprovalRequired, Event, RunFinished, ToolResultEvent
+from loopwarden.tools import Tool
+
+
+def payments() -> tuple[Tool, Tool, list[dict[str, Any]]]:
+    sent: list[dict[str, Any]] = []
+
+    @tool(requires_approval=True, side_effect="write")
+    def send_payment(to: str, amount: float) -> str:
+        """Send money.
+
+        Args:
+            to: the payee
+            amount: in EUR
+        """
+        sent.append({"to": to, "amount": amount})
+        return f"paid {amount:.2f} EUR to {to}"
+
+    @tool
+    def balance() -> float:
+        """The account balance."""
+        return 1200.0
+
+    return send_payment, balance, sent
+
+
+def pay(to: str = "ACME", amount: float = 250.0) -> Any:
+    return call("send_payment", {"to": to, "amount": amount})
+
+
+async def test_a_call_needing_approval_waits_and_runs_once_approved() -> None:
+    send_payment, balance, sent = payments()
+    gate = ApprovalGate()
+    model = ScriptedModel([[call("balance"), pay()], "Paid ACME 250 EUR."])
+    stream = Agent(model, [send_payment, balance], approvals=gate).stream("pay ACME 250")
+    seen: list[Event] = []
+    async for event in stream:
+        seen.append(event)
+        if isinstance(event, ApprovalRequired):
+            break
+    request = seen[-1]
+    assert isinstance(request, ApprovalRequired)
+    assert request.tool == "send_payment" and request.arguments == {"to": "ACME", "amount": 250.0}
+    # the run is paused on the gate: nothing moves until someone decides
+    pending = asyncio.ensure_future(stream.__anext__())
+    await asyncio.sleep(0.2)
+    assert not pending.done() and sent == [] and request.call_id in gate.pending
+    gate.approve(request.call_id, "within budget", by="alice")
+    decided = await pending
+    assert isinstance(decided, ApprovalDecided) and decided.approved and decided.by == "alice"
+    rest = [e async for e in stream]
+    assert sent == [{"to": "ACME", "amount": 250.0}]
+    results = [e for e in rest if isinstance(e, ToolResultEvent)]
+    assert [r.tool for r in results] == ["balance", "send_payment"] and all(r.ok for r in results)
+    assert isinstance(rest[-1], RunFinished) and rest[-1].status == "completed"
+
+
+def test_a_denied_call_is_a_result_the_model_sees() -> None:
+    send_payment, balance, sent = payments()
+    gate = ApprovalGate()
+    model = ScriptedModel([pay(amount=9000), "The payment was refused; I did not pay."])
+
+    async def consume() -> list[Event]:
+        events = []
+        async for event in Agent(model, [send_payment, balance], approvals=gate).stream("pay 9000"):
+            events.append(event)
+            if isinstance(event, ApprovalRequired):
+                gate.deny(event.call_id, "over the 1000 EUR limit")
+        return events
+
+    events = asyncio.run(consume())
+    assert sent == []
+    seen = json.loads(model.requests[1].messages[-1]["content"])
+    assert seen["ok"] is False and seen["error_type"] == "denied"
+    assert "over the 1000 EUR limit" in seen["message"] and "do not retry" in seen["user_action"]
+    [result] = [e for e in events if isinstance(e, ToolResultEvent)]
+    assert result.error_type == "denied" and not result.executed
+    assert events[-1].status == "completed"  # type: ignore[attr-defined]
+
+
+def test_no_decision_within_the_timeout_is_a_denial() -> None:
+    send_payment, balance, sent = payments()
+    model = ScriptedModel([pay(), "No approval came; nothing was paid."])
+    result = Agent(model, [send_payment, balance], approvals=ApprovalGate(timeout=0.1)).run_sync("pay")
+    [decided] = [e for e in result.events if isinstance(e, ApprovalDecided)]
+    assert not decided.approved and decided.by == "timeout" and sent == []
+    assert result.status == "completed"
+
+
+def test_without_a_gate_the_run_pauses_and_resumes_from_json_after_a_restart() -> None:
+    send_payment, balance, sent = payments()
+    model = ScriptedModel([[call("balance"), pay()]])
+    paused = Agent(model, [send_payment, balance], system="You pay bills.").run_sync("pay ACME", run_id="r-1")
+    assert paused.status == "paused" and paused.stop_reason == "approval_required"
+    assert sent == [] and [e.type for e in paused.events].count("tool_result") == 0  # none of the turn ran
+    stored = json.dumps(paused.output)  # what a server persists
+
+    # "another process": fresh tools, a fresh agent and model, only the stored JSON carried over
+    send_payment2, balance2, sent2 = payments()
+    pending = PendingApproval.model_validate_json(stored)
+    [waiting] = pending.calls
+    model2 = ScriptedModel(["Paid ACME 250 EUR; balance was 1200 EUR."])
+    agent = Agent(model2, [send_payment2, balance2], system="You pay bills.")
+    events = asyncio.run(_collect(agent.resume(pending, {waiting.call_id: True})))
+    assert sent2 == [{"to": "ACME", "amount": 250.0}]
+    assert {e.run_id for e in events} == {"r-1"}
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.status == "completed"
+    assert finished.output == "Paid ACME 250 EUR; balance was 1200 EUR."
+    messages = model2.requests[0].messages
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "tool"]
+    assert json.loads(messages[-1]["content"])["data"] == "paid 250.00 EUR to ACME"
+
+
+def test_resuming_with_a_denial_tells_the_model() -> None:
+    send_payment, balance, sent = payments()
+    paused = Agent(ScriptedModel([pay()]), [send_payment, balance]).run_sync("pay")
+    pending = PendingApproval.model_validate(paused.output)
+    model = ScriptedModel(["Not paid: the request was denied."])
+    decision = Decision(approve=False, reason="duplicate invoice", by="bob")
+    events = asyncio.run(
+        _collect(Agent(model, [send_payment, balance]).resume(pending, {pending.calls[0].call_id: decision}))
+    )
+    assert sent == []
+    seen = json.loads(model.requests[0].messages[-1]["content"])
+    assert seen["error_type"] == "denied" and "duplicate invoice" in seen["message"]
+    assert events[-1].status == "completed"  # type: ignore[attr-defined]
+
+
+def test_a_decision_made_ahead_of_time_is_used_without_waiting() -> None:
+    send_payment, balance, sent = payments()
+    first = pay()
+    gate = ApprovalGate()
+    model = ScriptedModel([first, "done"])
+    # ids are assigned per proposal; decide on whatever id the model's first call gets
+    original = model.complete
+
+    async def complete_and_approve(request: Any) -> Any:
+        reply = await original(request)
+        for tool_call in reply.tool_calls:
+            gate.approve(tool_call.id)
+        return reply
+
+    model.complete = complete_and_approve  # type: ignore[method-assign]
+    result = Agent(model, [send_payment, balance], approvals=gate).run_sync("pay")
+    assert sent == [{"to": "ACME", "amount": 250.0}] and result.status == "completed"
+
+
+async def _collect(stream: Any) -> list[Event]:
+    return [event async for event in stream]
