@@ -1,5 +1,6 @@
 """loopwarden: tool-calling agents that do not loop. The model proposes; the runtime decides."""
 
+from .approval import ApprovalGate, PendingApproval
 from .config import LoopConfig
 from .events import Event, RunFinished, Totals, parse_event
 from .executor import Executor, RetryPolicy
@@ -15,6 +16,7 @@ from .toolsearch import ToolSearch
 
 __all__ = [
     "Agent",
+    "ApprovalGate",
     "Budgets",
     "ChecklistItem",
     "ClassifierRouter",
@@ -28,6 +30,7 @@ __all__ = [
     "LoopConfig",
     "ModelReply",
     "ModelRequest",
+    "PendingApproval",
     "Price",
     "Principal",
     "RetryPolicy",
