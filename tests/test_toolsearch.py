@@ -78,11 +78,13 @@ def test_index_returns_nothing_for_unrelated_or_empty_queries() -> None:
     assert ToolIndex([]).search("anything", 5) == []
 
 
+SMALL_INDEX = ToolIndex(list(big_registry())[:30])
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.text(max_size=80), st.integers(min_value=-2, max_value=300))
 def test_search_never_raises_and_respects_the_limit(query: str, limit: int) -> None:
-    index = ToolIndex(list(big_registry())[:30])
-    found = index.search(query, limit)
+    found = SMALL_INDEX.search(query, limit)
     assert len(found) <= max(limit, 0)
 
 
