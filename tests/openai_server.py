@@ -183,6 +183,7 @@ class ScriptedServer:
 def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out in separate writes
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
             pass
