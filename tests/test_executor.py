@@ -336,6 +336,41 @@ async def test_concurrency_is_bounded() -> None:
     assert peak == 2
 
 
+async def test_a_write_is_a_barrier_between_reads() -> None:
+    log: list[str] = []
+    store: dict[str, str] = {"x": "old"}
+
+    @tool
+    async def read(key: str, wait: float = 0.0) -> str:
+        """Read a key."""
+        log.append(f"start read {key}")
+        await asyncio.sleep(wait)
+        log.append(f"end read {key}")
+        return store[key]
+
+    @tool(side_effect="write")
+    async def write(key: str, value: str) -> str:
+        """Write a key."""
+        log.append("start write")
+        await asyncio.sleep(0.01)
+        store[key] = value
+        log.append("end write")
+        return "written"
+
+    ex, _ = executor()
+    jobs = [
+        (read, args(read, key="x", wait=0.02)),
+        (read, args(read, key="x")),
+        (write, args(write, key="x", value="new")),
+        (read, args(read, key="x")),
+    ]
+    executions = await ex.run_many(jobs)
+    assert [e.result.data for e in executions] == ["old", "old", "written", "new"]
+    assert log.index("start write") > log.index("end read x")  # both earlier reads finished first
+    assert log[:2] == ["start read x", "start read x"]  # the two reads before it overlapped
+    assert log[-2:] == ["start read x", "end read x"]
+
+
 async def test_the_agent_reports_parallel_results_in_proposal_order() -> None:
     @tool
     async def lookup(key: str, wait: float) -> str:

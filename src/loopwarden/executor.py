@@ -154,14 +154,19 @@ class Executor:
             waited += pause
 
     async def run_many(self, jobs: Sequence[tuple[Tool, BaseModel]]) -> list[Execution]:
-        """Run concurrently (bounded); results come back in the order proposed."""
+        """Run concurrently (bounded); results come back in the order proposed. A write is a
+        barrier: it waits for the calls proposed before it, and the calls after it wait for it,
+        so "record, then show the trend" in one turn reads what was just written."""
         semaphore = asyncio.Semaphore(max(self.max_parallel, 1))
 
         async def bounded(tool: Tool, arguments: BaseModel) -> Execution:
             async with semaphore:
                 return await self.run(tool, arguments)
 
-        return list(await asyncio.gather(*(bounded(t, a) for t, a in jobs)))
+        executions: list[Execution] = []
+        for batch in _batches(jobs):
+            executions += await asyncio.gather(*(bounded(t, a) for t, a in batch))
+        return executions
 
     async def _attempt(self, tool: Tool, arguments: BaseModel) -> ToolResult:
         limit = tool.timeout if tool.timeout is not None else self.default_timeout
@@ -183,6 +188,23 @@ class Executor:
             return tool.to_result(raw)
         except Exception as error:  # a broken result parser is the tool's failure, not the run's
             return exception_result(tool, error)
+
+
+def _batches(jobs: Sequence[tuple[Tool, BaseModel]]) -> list[list[tuple[Tool, BaseModel]]]:
+    """Consecutive reads share a batch; every write is a batch of its own."""
+    batches: list[list[tuple[Tool, BaseModel]]] = []
+    reads: list[tuple[Tool, BaseModel]] = []
+    for job in jobs:
+        if job[0].side_effect != "write":
+            reads.append(job)
+            continue
+        if reads:
+            batches.append(reads)
+            reads = []
+        batches.append([job])
+    if reads:
+        batches.append(reads)
+    return batches
 
 
 def _gave_up(result: ToolResult, attempts: int) -> ToolResult:

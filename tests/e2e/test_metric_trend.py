@@ -204,6 +204,8 @@ async def test_period_synonyms_are_normalised_by_code(store: MetricStore, spelle
     result = await a.run(PROMPT)
     assert ("get_metric_trend", {"metric": "blood_pressure", "period": "14d"}) in store.executed
     assert result.totals.tool_rounds == 1 and result.totals.tool_executions == 2
+    trend = next(r for r in of(result.events, ToolResultEvent) if r.tool == "get_metric_trend")
+    assert "150/95" in trend.preview  # proposed in one turn, the write ran before the read
     verdict = next(v for v in of(result.events, GuardVerdict) if v.tool == "get_metric_trend")
     assert verdict.action == "allow"
     if spelled != "14d":  # what code decided is told in the trace
