@@ -35,6 +35,8 @@ class Reply:
     """An SSE stream: dicts go out as `data: <json>`, strings as raw SSE text; `[DONE]` is added."""
     chunk_delay: float = 0.0
     hang_after_chunks: bool = False
+    done: bool = True
+    """End the stream with `data: [DONE]`; False = the connection just closes."""
 
 
 Respond = Callable[[dict[str, Any]], Reply]
@@ -244,8 +246,9 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 if scripted.hang_after_chunks:
                     server.closing.wait(60)
                     return
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
+                if scripted.done:
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test): nothing to do
             self.close_connection = True

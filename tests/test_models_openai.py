@@ -395,3 +395,21 @@ def test_one_model_object_serves_several_event_loops(server: ScriptedServer) -> 
     model = client(server)
     answers = [asyncio.run(model.complete(ask())).text for _ in range(2)]
     assert answers == ["one", "two"]
+
+
+async def test_a_stream_cut_before_its_finish_is_retried_not_taken_as_whole(server: ScriptedServer) -> None:
+    cut = stream("half of the ans", pieces=3)
+    assert cut.chunks is not None
+    cut.chunks, cut.done = cut.chunks[:3], False  # the connection closes before finish_reason and [DONE]
+    server.push(cut, stream("the whole answer"))
+    answer = await client(server, stream=True).complete(ask())
+    assert answer.text == "the whole answer"
+    assert len(server.requests) == 2
+
+
+async def test_an_empty_reply_cut_at_the_token_limit_says_so(server: ScriptedServer) -> None:
+    server.push(*[reply(completion("", reasoning="long thought", finish_reason="length")) for _ in range(2)])
+    with pytest.raises(ModelError) as caught:
+        await client(server).complete(ask())
+    assert caught.value.kind == "empty_reply"
+    assert "max_tokens" in caught.value.message

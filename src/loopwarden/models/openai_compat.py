@@ -103,6 +103,8 @@ class OpenAICompatModel:
         if not (is_empty(reply) or unreadable):
             return reply
         what = "leaked markup with no readable call" if unreadable else "no text and no tool calls"
+        if reply.finish_reason == "length":
+            what += " (cut at the output token limit: raise max_tokens in extra_body)"
         self._notify(ClientNotice("empty_reply", self.name, f"the reply had {what}; asking once more"))
         again, unreadable = self._checked(await self._complete_with_retries(request))
         if is_empty(again) or unreadable:
@@ -185,6 +187,11 @@ class OpenAICompatModel:
         async with stream:
             async for chunk in stream:
                 assembler.add(_as_dict(chunk))
+        if assembler.finish_reason is None:
+            # Every server we know ends a reply with a finish_reason; without one the stream was
+            # cut (a dropped connection can look like a normal end), and half a reply would pass
+            # for a whole one.
+            raise _Attempt("connection", f"the stream ended after {assembler.chunks} chunks, before the reply did")
         return assembler.reply()
 
     def _arguments(self, request: ModelRequest) -> dict[str, Any]:
