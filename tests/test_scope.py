@@ -6,7 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from loopwarden import ToolRegistry, ToolResult, tool
+from loopwarden import Agent, ScriptedModel, ToolRegistry, ToolResult, call, tool
+from loopwarden.approval import PendingApproval
+from loopwarden.events import IntentRouted, RunFinished
 from loopwarden.router import Fallback, Intent, RuleRouter
 from loopwarden.scope import Scope, request_text
 from loopwarden.slots import RunClock, SlotSpec, period_slot
@@ -104,3 +106,32 @@ async def test_a_fallback_safe_set_gets_its_own_cap() -> None:
     scope = Scope(registry(), clock=CLOCK)
     await scope.open(RuleRouter([TREND], fallback=Fallback(safe_tools=("note",), step_cap=1)), "hi", [])
     assert scope.offered() == ["note"] and scope.cap_reached(1) is not None
+
+
+async def test_a_resumed_run_keeps_its_intent_and_instructions_once() -> None:
+    paid: list[float] = []
+
+    @tool(requires_approval=True, side_effect="write")
+    def pay_invoice(amount: float) -> str:
+        """Pay an invoice."""
+        paid.append(amount)
+        return "paid"
+
+    pay = Intent("pay", tools=("pay_invoice",), keywords=("pay",), instructions="Pay invoices only.")
+    router = RuleRouter([pay])
+    paused = await Agent(ScriptedModel([call("pay_invoice", {"amount": 90.0})]), [pay_invoice], router=router).run(
+        "pay the invoice"
+    )
+    assert paused.status == "paused"
+    pending = PendingApproval.model_validate(paused.output)
+    # A runtime nudge (a user message) before the paused turn must not be mistaken for the request.
+    pending.messages.insert(-1, {"role": "user", "content": "You are repeating yourself."})
+
+    model = ScriptedModel(["Paid."])
+    events = [
+        e async for e in Agent(model, [pay_invoice], router=router).resume(pending, {pending.calls[0].call_id: True})
+    ]
+    assert next(e for e in events if isinstance(e, IntentRouted)).intent == "pay"
+    assert paid == [90.0] and isinstance(events[-1], RunFinished) and events[-1].status == "completed"
+    system = [m["content"] for m in model.requests[0].messages if m["role"] == "system"]
+    assert system == ["Pay invoices only."]

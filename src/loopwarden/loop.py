@@ -186,7 +186,8 @@ class _Run:
     # -- the loop ------------------------------------------------------------------------------
 
     async def events(self) -> AsyncIterator[Event]:
-        route = await self.scope.open(self.agent.router, request_text(self.prompt_in), self.offered)
+        request = request_text(self.prompt_in, latest=self.replay is None)  # a resumed run re-routes its request
+        route = await self.scope.open(self.agent.router, request, self.offered)
         self.offered = self.scope.base
         yield self.stamp(
             RunStarted,
@@ -463,7 +464,8 @@ class _Run:
         """The routed intent's checklist (unless the agent has its own) and instructions."""
         if self.state.checklist is None and self.scope.checklist():
             self.state.checklist = Checklist(self.scope.checklist())
-        if (instructions := self.scope.instructions()) is not None:
+        instructions = self.scope.instructions()
+        if instructions is not None and {"role": "system", "content": instructions} not in self.messages:
             self.messages.insert(1 if self.agent.system else 0, {"role": "system", "content": instructions})
 
     def _choice_now(self) -> ToolChoice | None:

@@ -23,11 +23,12 @@ from .toolsearch import ToolSearch, found_names, keep_recent
 INTENT_STEP_CAP = "intent_step_cap"
 
 
-def request_text(prompt: str | list[Message]) -> str:
-    """What a router reads: the prompt, or the last user message of a conversation."""
+def request_text(prompt: str | list[Message], *, latest: bool = True) -> str:
+    """What a router reads: the prompt, or the last user message of a conversation (the first
+    when resuming a paused run, whose later user messages may be the runtime's own nudges)."""
     if isinstance(prompt, str):
         return prompt
-    for message in reversed(prompt):
+    for message in reversed(prompt) if latest else prompt:
         if message.get("role") == "user" and isinstance(message.get("content"), str):
             return str(message["content"])
     return ""
