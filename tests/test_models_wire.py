@@ -111,6 +111,8 @@ def test_history_sent_back() -> None:
     assert echoed[1]["reasoning_content"] == "why"
     assert json.loads(echoed[1]["tool_calls"][0]["function"]["arguments"]) == {"_unparsed_arguments": "{bad"}
     assert "reasoning_content" not in echoed[3]
+    without = to_wire_messages([{**history[1], "reasoning_content": None}], echo_reasoning=True)
+    assert without[0]["reasoning_content"] == ""
     assert all("reasoning_content" not in m for m in to_wire_messages(history, echo_reasoning=False))
     assert history[1]["tool_calls"][0]["function"]["arguments"] == "{bad"  # our own history is untouched
 

@@ -34,9 +34,10 @@ def _wire_message(message: Message, echo_reasoning: bool) -> Message:
     wire = {k: v for k, v in message.items() if k not in ("reasoning_content", "reasoning")}
     if message.get("tool_calls"):
         wire["tool_calls"] = [_wire_tool_call(c) for c in message["tool_calls"]]
-        reasoning = message.get("reasoning_content")
-        if echo_reasoning and reasoning is not None:
-            wire["reasoning_content"] = reasoning
+        if echo_reasoning:
+            # Present even when empty: in thinking mode DeepSeek rejects a tool-call turn
+            # without the field (a turn that came from markup recovery has no reasoning).
+            wire["reasoning_content"] = message.get("reasoning_content") or ""
     return wire
 
 
