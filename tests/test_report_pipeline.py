@@ -180,3 +180,48 @@ async def test_a_model_error_in_drafting_degrades_to_the_offline_report(tmp_path
 
 def test_toolchain_without_xelatex_cannot_compile() -> None:
     assert not Toolchain(None, "/usr/bin/bibtex", None).can_compile
+
+
+async def test_a_missing_figure_is_reported_and_left_out(tmp_path: Path) -> None:
+    from loopwarden.report.events import FigureMade
+    from reportkit import make_record, write_png
+
+    write_png(tmp_path / "out" / "figures" / "temp.png")
+    record = make_record(figure=tmp_path)
+    record.figures.append(record.figures[0].model_copy(update={"path": "figures/gone.png", "caption": "Lost"}))
+    events = await collect(tmp_path, record=record)
+    dropped = [e for e in events if isinstance(e, FigureMade) and not e.ok]
+    assert [e.path for e in dropped] == ["figures/gone.png"]
+    tex = (tmp_path / "out" / "report.tex").read_text()
+    assert "figures/temp.png" in tex and "Soil temperature by site" in tex and "gone.png" not in tex
+    figures_done = next(m for m in milestones(events) if m.stage == "figures" and m.state == "done")
+    assert figures_done.detail["figures"] == 1 and figures_done.detail["dropped"] == 1
+
+
+async def test_outputs_claim_only_what_this_run_wrote(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.pdf").write_bytes(b"%PDF-1.5 from an earlier run")
+    events = await collect(tmp_path, template="brief")
+    assert "report.pdf" not in finished(events).outputs
+    assert (out / "report.pdf").read_bytes() == b"%PDF-1.5 from an earlier run", "an earlier PDF is never deleted"
+    assert "report.tex" in finished(events).outputs
+
+
+async def test_a_cancelled_run_leaves_a_cancelled_final_event_in_the_log(tmp_path: Path) -> None:
+    import asyncio
+
+    started = asyncio.Event()
+
+    async def hang(request: ModelRequest) -> str:
+        started.set()
+        await asyncio.sleep(3600)
+        return VALID_TEX
+
+    task = asyncio.ensure_future(collect(tmp_path, writer=FunctionModel(hang, name="writer")))
+    await asyncio.wait_for(started.wait(), 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    last = json.loads((tmp_path / "out" / "events.jsonl").read_text().splitlines()[-1])
+    assert last["type"] == "report_finished" and last["status"] == "cancelled"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..events import Event, EventStamper, Totals
@@ -23,6 +24,8 @@ from .record import ExplorationRecord
 from .scan import ScanResult, scan_folder
 from .templates import Template
 from .writing import Writing, atomic_write, bibliography, compile_report, draft, reflect_round
+
+OUTPUT_NAMES = ("report.tex", "report.pdf", "report.md", "references.bib", "events.jsonl", "exploration.json")
 
 if TYPE_CHECKING:
     from .pipeline import ReportModels
@@ -45,9 +48,15 @@ class Context:
     record_given: bool = False
     fatal: str | None = None
     notes: list[str] = field(default_factory=list)
+    before: dict[str, int] = field(default_factory=dict)
+    """Modification times of the output files that existed before the run."""
 
     def __post_init__(self) -> None:
         self.record_given = self.record is not None
+        out = self.config.out_dir
+        paths = [out / name for name in OUTPUT_NAMES]
+        paths += list((out / "figures").iterdir()) if (out / "figures").is_dir() else []
+        self.before = {str(p): p.stat().st_mtime_ns for p in paths if p.is_file()}
 
     # -- what the run ended as -------------------------------------------------------------------
 
@@ -76,14 +85,22 @@ class Context:
         self.explore_totals.append(totals)
 
     def outputs(self) -> dict[str, str]:
+        """What this run wrote. Files an earlier run left in the folder (a good PDF is never
+        deleted) stay on disk but are not claimed."""
         out = self.config.out_dir
-        names = ["report.tex", "report.pdf", "report.md", "references.bib", "events.jsonl", "exploration.json"]
-        found = {name: name for name in names if (out / name).is_file()}
-        if self.writing is not None and not self.writing.pdf_ok:
-            found.pop("report.pdf", None)  # a PDF from an earlier run is kept on disk, not claimed
-        if (out / "figures").is_dir() and any((out / "figures").iterdir()):
+        found = {name: name for name in OUTPUT_NAMES if self._written_now(out / name)}
+        if self.writing is None or not self.writing.pdf_ok:
+            found.pop("report.pdf", None)
+        figures = out / "figures"
+        if figures.is_dir() and any(self._written_now(p) for p in figures.iterdir()):
             found["figures"] = "figures/"
         return found
+
+    def _written_now(self, path: Path) -> bool:
+        try:
+            return path.is_file() and self.before.get(str(path)) != path.stat().st_mtime_ns
+        except OSError:
+            return False
 
     def coverage(self) -> dict[str, int]:
         if self.record is None:
@@ -206,8 +223,8 @@ async def _figures(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]
                 ok=False,
                 message="figure file is missing; left out of the report",
             )
-    ctx.record = ctx.record.model_copy(update={"figures": kept})
     detail.update(figures=len(kept), dropped=len(ctx.record.figures) - len(kept))
+    ctx.record = ctx.record.model_copy(update={"figures": kept})
 
 
 async def _gap(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
