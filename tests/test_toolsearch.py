@@ -183,3 +183,17 @@ async def test_the_search_result_reaches_the_model_as_json() -> None:
     content = json.loads(model.requests[1].messages[-1]["content"])
     assert content["ok"] is True and len(content["data"]["found"]) == 2
     assert all(item["name"].startswith("mail__") for item in content["data"]["found"])
+
+
+async def test_tools_added_after_the_first_search_are_found() -> None:
+    registry = big_registry()
+    search = ToolSearch().build_tool(registry)
+    query = search.args_model.model_validate({"query": "translate text into french"})
+    assert not search.to_result(await search.call(query)).ok
+
+    @tool(description="Translate text into French or another language.")
+    def translate(text: str, language: str) -> str:
+        return text
+
+    registry.add(translate)
+    assert found_names(search.to_result(await search.call(query)))[0] == "translate"

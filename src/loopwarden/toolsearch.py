@@ -5,6 +5,7 @@ names finds a handful, and those are offered from the next turn on."""
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,14 +106,22 @@ class ToolSearch:
     name: str = SEARCH_TOOL
 
     def build_tool(self, registry: ToolRegistry) -> Tool:
-        """The `search_tools` tool over every tool in `registry` except itself (indexed on first use)."""
-        index: list[ToolIndex] = []
+        """The `search_tools` tool over every tool in `registry` except itself (indexed on first
+        use, and again when tools were added since)."""
+        built: dict[int, ToolIndex] = {}  # registry size -> its index
+        lock = threading.Lock()  # searches run in worker threads, maybe several at once
         limit = self.limit
 
+        def index() -> ToolIndex:
+            with lock:
+                size = len(registry)
+                if size not in built:
+                    built.clear()
+                    built[size] = ToolIndex(t for t in registry if t.qualified_name != self.name)
+                return built[size]
+
         def search_tools(query: str, limit: int = limit) -> ToolResult:
-            if not index:
-                index.append(ToolIndex(t for t in registry if t.qualified_name != self.name))
-            found = index[0].search(query, max(1, min(limit, self.limit)))
+            found = index().search(query, max(1, min(limit, self.limit)))
             if not found:
                 return ToolResult.failure(
                     "no_match",
