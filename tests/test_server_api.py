@@ -271,3 +271,15 @@ def test_runs_left_running_are_interrupted_when_the_app_starts(tmp_path: Path, r
     store.set_status(run.id, "running")
     create_app(settings, ticking_job, config_builder=passthrough)
     assert store.get_run(run.id).status == "interrupted"
+
+
+async def test_shutdown_interrupts_runs_in_progress(make_app: AppFactory, client_for: Any) -> None:
+    job = GatedJob()
+    app = make_app(job)
+    client = client_for(app)
+    run_id = (await client.post("/api/runs", json={"folder": "exp1"})).json()["id"]
+    await wait_status(client, run_id, {"running"})
+    await app.state.runner.shutdown()
+    run = app.state.store.get_run(run_id)
+    assert run.status == "interrupted"
+    assert [e.type for e in app.state.store.events(run_id)] == ["run_queued", "milestone", "run_interrupted"]

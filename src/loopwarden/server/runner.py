@@ -83,6 +83,7 @@ class Runner:
         self.settings = settings
         self.signals = RunSignals()
         self._slots = asyncio.Semaphore(settings.max_concurrency)
+        self._closing = False
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self.gate = ApprovalGate()
         """One gate for all runs (call ids are unique): jobs that take `approvals=` wait on it."""
@@ -112,10 +113,14 @@ class Runner:
         return True
 
     async def shutdown(self) -> None:
+        """On server shutdown, runs still here end as `interrupted` (not `cancelled`: nobody asked),
+        with their events kept, exactly as after a crash."""
+        self._closing = True
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        self.store.mark_interrupted_on_start(reason="the server shut down while this run was in progress")
 
     def record(self, run_id: str, event: Event) -> int:
         """Commit one event, then wake the run's streams."""
@@ -145,7 +150,8 @@ class Runner:
             if not finished:
                 self._finish(run_id, "failed", "the job ended without a report_finished event", ["job_incomplete"])
         except asyncio.CancelledError:
-            self._finish(run_id, "cancelled", "cancelled by request", ["cancelled"])
+            if not self._closing:
+                self._finish(run_id, "cancelled", "cancelled by request", ["cancelled"])
         except Exception as error:  # a crashing job must still end its run with a terminal event
             log.exception("run %s crashed", run_id)
             self._finish(run_id, "failed", f"{type(error).__name__}: {error}", ["crashed"])
