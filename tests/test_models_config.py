@@ -33,7 +33,15 @@ def test_openai_key_alone_selects_openai_and_does_not_echo_reasoning() -> None:
     assert not config.echoes_reasoning
 
 
+def test_a_hosted_preset_without_a_key_says_which_variable_to_set() -> None:
+    with pytest.raises(ConfigError, match="DEEPSEEK_API_KEY"):
+        load_endpoint_config(preset="deepseek", env={})
+    proxied = load_endpoint_config(preset="deepseek", base_url="http://127.0.0.1:9/v1", env={})
+    assert proxied is not None and proxied.api_key is None  # a local proxy may need none
+
+
 def test_local_presets_need_no_key() -> None:
+    assert load_endpoint_config(preset="lmstudio", env={}) is not None
     config = load_endpoint_config(preset="ollama", env={})
     assert config is not None
     assert config.base_url == "http://127.0.0.1:11434/v1"

@@ -1,5 +1,5 @@
 """Where the model endpoint comes from: CLI flags, then the environment, then a TOML file,
-on top of a preset (deepseek, openai, ollama, vllm, llamacpp) that fills the base URL and the
+on top of a preset (deepseek, openai, ollama, vllm, llamacpp, lmstudio) that fills the base URL and the
 model names of the two tiers.
 
 `load_endpoint_config()` returns None when nothing is configured: the caller runs offline.
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from ..guard.budget import Price
 
-PresetName = Literal["deepseek", "openai", "ollama", "vllm", "llamacpp"]
+PresetName = Literal["deepseek", "openai", "ollama", "vllm", "llamacpp", "lmstudio"]
 Tier = Literal["cheap", "main", "vision"]
 
 
@@ -60,6 +60,9 @@ PRESETS: dict[str, Preset] = {
     "vllm": Preset(base_url="http://127.0.0.1:8000/v1", cheap_model="default", main_model="default", needs_key=False),
     "llamacpp": Preset(
         base_url="http://127.0.0.1:8080/v1", cheap_model="default", main_model="default", needs_key=False
+    ),
+    "lmstudio": Preset(
+        base_url="http://127.0.0.1:1234/v1", cheap_model="default", main_model="default", needs_key=False
     ),
 }
 
@@ -208,6 +211,11 @@ def _resolve(values: dict[str, Any], env: Mapping[str, str]) -> EndpointConfig |
     if preset is not None:
         values.setdefault("base_url", preset.base_url)
         values.setdefault("vision_model", one_model or preset.vision_model)
+        if preset.needs_key and not values.get("api_key") and values["base_url"] == preset.base_url:
+            raise ConfigError(
+                f"the {preset_name} preset needs an API key: set {preset.key_env} or LOOPWARDEN_API_KEY, "
+                "or pass --api-key"
+            )
     try:
         return EndpointConfig(preset=preset_name, **values)
     except ValidationError as error:

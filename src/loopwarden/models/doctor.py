@@ -137,7 +137,7 @@ MARKS = {"ok": "[green]✓[/green]", "warn": "[yellow]![/yellow]", "fail": "[red
 def register(app: typer.Typer) -> None:
     @app.command()
     def doctor(
-        preset: Annotated[str | None, typer.Option(help="deepseek, openai, ollama, vllm or llamacpp")] = None,
+        preset: Annotated[str | None, typer.Option(help="deepseek, openai, ollama, vllm, llamacpp or lmstudio")] = None,
         base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL, e.g. http://host/v1")] = None,
         api_key: Annotated[str | None, typer.Option(help="API key (better: LOOPWARDEN_API_KEY)")] = None,
         model: Annotated[str | None, typer.Option(help="one model name for both tiers")] = None,
