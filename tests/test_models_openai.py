@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import time
@@ -389,8 +390,6 @@ def test_repr_never_shows_the_key(server: ScriptedServer) -> None:
 
 def test_one_model_object_serves_several_event_loops(server: ScriptedServer) -> None:
     # Agent.run_sync twice means two event loops; the SDK's connection pool belongs to one.
-    import asyncio
-
     server.push(reply(completion("one")), reply(completion("two")))
     model = client(server)
     answers = [asyncio.run(model.complete(ask())).text for _ in range(2)]
