@@ -145,9 +145,9 @@ def latex_to_markdown(tex: str, sources: list[Source] | None = None) -> str:
     text = _SIMPLE_DROPS.sub("", text)
     text = _DROP_LINE.sub("", text)
     text = text.replace("\\\\", "\n")
-    held = {f"\x00{i}\x00": plain for i, (_, plain) in enumerate(_UNESCAPE)}
+    held = {f"\x00{i}\x01": plain for i, (_, plain) in enumerate(_UNESCAPE)}
     for i, (escaped, _) in enumerate(_UNESCAPE):  # hold escapes aside while braces and commands go
-        text = text.replace(escaped, f"\x00{i}\x00")
+        text = text.replace(escaped, f"\x00{i}\x01")
     text = text.replace("~", " ").replace("{", "").replace("}", "")
     text = re.sub(r"\\(?:[a-zA-Z]+)(?:\[[^\]]*\])?", "", text)
     for placeholder, plain in held.items():
