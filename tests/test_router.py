@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwarden import Agent, ModelRequest, ScriptedModel, ToolRegistry, call, tool
+from loopwarden import Agent, Budgets, LoopConfig, ModelRequest, Price, ScriptedModel, ToolRegistry, Usage, call, tool
 from loopwarden.events import IntentRouted, ModelCalled, RunStarted
 from loopwarden.models import FunctionModel, ModelError, ModelReply, ToolCall
 from loopwarden.models.scripted import ReplyLike
@@ -253,3 +253,28 @@ async def test_agent_with_intent_instructions_and_a_classifier_model() -> None:
     system = [m["content"] for m in model.requests[0].messages if m["role"] == "system"]
     assert system == ["You are a shop assistant.", "Only report the status."]
     assert classifier.calls == 1
+
+
+async def test_the_classifier_model_call_counts_in_totals_and_budgets() -> None:
+    answer = ToolCall(id="c1", name=CLASSIFY_TOOL, arguments='{"intent": "track", "confidence": 0.9}')
+    usage = Usage(prompt_tokens=120, completion_tokens=8)
+    classifier = ScriptedModel([ModelReply(tool_calls=[answer], usage=usage)], name="cheap")
+    model = ScriptedModel(["Shipped."], usage=Usage(prompt_tokens=50, completion_tokens=5))
+    config = LoopConfig(budgets=Budgets(prices={"cheap": Price(input=1.0, output=2.0)}))
+    router = ClassifierRouter([Intent("track", tools=("get_order",))], model_classifier(classifier))
+    result = await Agent(model, shop(), router=router, config=config).run("parcel?")
+    routed = next(e for e in result.events if isinstance(e, IntentRouted))
+    assert routed.model == "cheap" and routed.usage == usage
+    assert result.totals.model_calls == 2
+    assert result.totals.prompt_tokens == 170 and result.totals.completion_tokens == 13
+    assert result.totals.cost == pytest.approx((120 * 1.0 + 8 * 2.0) / 1e6)
+
+
+async def test_a_model_call_budget_spent_on_routing_stops_the_run() -> None:
+    answer = ToolCall(id="c1", name=CLASSIFY_TOOL, arguments='{"intent": "track", "confidence": 0.9}')
+    classifier = ScriptedModel([ModelReply(tool_calls=[answer])], name="cheap")
+    model = ScriptedModel(["never"])
+    config = LoopConfig(budgets=Budgets(max_model_calls=1))
+    router = ClassifierRouter([Intent("track", tools=("get_order",))], model_classifier(classifier))
+    result = await Agent(model, shop(), router=router, config=config).run("parcel?")
+    assert result.stop_reason == "model_call_budget" and model.calls == 0

@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .models.base import Usage
+from .models.base import ClientNote, Usage
 
 Status = Literal["completed", "degraded", "failed", "paused", "cancelled"]
 StopPolicy = Literal["degrade", "fail", "handoff"]
@@ -73,6 +73,8 @@ class ModelCalled(Event):
     text: str | None = None
     n_tool_calls: int = 0
     duration_ms: float = 0.0
+    notes: list[ClientNote] = Field(default_factory=list)
+    """What the client handled on its own in this call (retries with their HTTP status and wait)."""
 
 
 class ModelFailed(Event):
@@ -81,6 +83,8 @@ class ModelFailed(Event):
     kind: str
     message: str
     retryable: bool = False
+    status: int | None = None
+    notes: list[ClientNote] = Field(default_factory=list)
 
 
 class ToolCallProposed(Event):
@@ -163,6 +167,9 @@ class IntentRouted(Event):
     tools: list[str] = Field(default_factory=list)
     step_cap: int | None = None
     evidence: list[str] = Field(default_factory=list)
+    model: str | None = None
+    usage: Usage | None = None
+    """Spent by a classifier's model call, if routing made one (also in the run's totals)."""
 
 
 class ToolsDiscovered(Event):

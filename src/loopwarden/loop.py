@@ -198,6 +198,7 @@ class _Run:
             intent=route.intent_name if route else None,
         )
         if route is not None:
+            self.scope.charge(self.totals, self.config.budgets)
             yield self.stamp(IntentRouted, **self.scope.route_fields())
             if route.question is not None:  # code could not decide: ask, do not guess
                 yield self._finished("paused", "clarification_needed", route.question)
@@ -447,7 +448,13 @@ class _Run:
             raise _Stop("time_budget", "wall-clock budget ran out during a model call", hard=True) from None
         except ModelError as error:
             failed = self.stamp(
-                ModelFailed, turn=self.turn, kind=error.kind, message=error.message, retryable=error.retryable
+                ModelFailed,
+                turn=self.turn,
+                kind=error.kind,
+                message=error.message,
+                retryable=error.retryable,
+                status=error.status,
+                notes=error.notes,
             )
             raise _Stop("model_error", f"{error.kind}: {error.message}", hard=True, event=failed) from None
         self.last_call_ms = (time.perf_counter() - began) * 1000
@@ -485,6 +492,7 @@ class _Run:
             text=reply.text,
             n_tool_calls=len(reply.tool_calls),
             duration_ms=self.last_call_ms,
+            notes=reply.notes,
         )
 
     def _verdict_event(self, p: Proposal) -> Event:

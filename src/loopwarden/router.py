@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from .models.base import Model, ModelRequest
+from .models.base import Model, ModelRequest, Usage
 from .slots import Normaliser, RunClock, SlotSpec
 from .state import ChecklistItem
 
@@ -79,6 +79,9 @@ class Route:
     evidence: tuple[str, ...] = ()
     candidate: str | None = None
     """The best intent the router saw, even when it was not confident enough to take it."""
+    model: str | None = None
+    usage: Usage | None = None
+    """What routing spent on a model call, if it made one (counted in the run's totals)."""
 
     @property
     def intent_name(self) -> str | None:
@@ -164,7 +167,18 @@ class RuleRouter:
 
 # -- classifier router ---------------------------------------------------------------------------
 
-Classification = tuple[str | None, float]
+
+@dataclass(frozen=True)
+class ClassifierAnswer:
+    """A classifier's answer with what it spent, for classifiers that call a model."""
+
+    intent: str | None
+    confidence: float
+    model: str | None = None
+    usage: Usage | None = None
+
+
+Classification = tuple[str | None, float] | ClassifierAnswer
 Classifier = Callable[[str, Sequence[Intent]], Classification | Awaitable[Classification]]
 
 
@@ -183,14 +197,19 @@ class ClassifierRouter:
 
     async def route(self, text: str, clock: RunClock) -> Route:
         try:
-            answer = self.classify(text, self.intents)
-            name, confidence = await answer if inspect.isawaitable(answer) else answer
+            pending = self.classify(text, self.intents)
+            answer = await pending if inspect.isawaitable(pending) else pending
+            if not isinstance(answer, ClassifierAnswer):
+                answer = ClassifierAnswer(*answer)
         except Exception as error:  # a failing classifier is "not sure", never a crash
             return unsure(self.fallback, 0.0, None, (f"classifier failed: {error}",))
+        name, confidence = answer.intent, answer.confidence
         intent = self._by_name.get(name) if name else None
         if intent is None or confidence < self.threshold:
-            return unsure(self.fallback, confidence if intent else 0.0, name, ())
-        return fill_slots(intent, text, clock, confidence, "classifier")
+            route = unsure(self.fallback, confidence if intent else 0.0, name, ())
+        else:
+            route = fill_slots(intent, text, clock, confidence, "classifier")
+        return replace(route, model=answer.model, usage=answer.usage)
 
 
 CLASSIFY_TOOL = "choose_intent"
@@ -228,7 +247,7 @@ def classifier_request(text: str, intents: Sequence[Intent]) -> ModelRequest:
     )
 
 
-def parse_classification(arguments: str, names: Sequence[str]) -> Classification:
+def parse_classification(arguments: str, names: Sequence[str]) -> tuple[str | None, float]:
     """Malformed or out-of-enum answers are no match, never an exception."""
     try:
         data = json.loads(arguments)
@@ -247,8 +266,8 @@ def model_classifier(model: Model) -> Classifier:
     async def classify(text: str, intents: Sequence[Intent]) -> Classification:
         reply = await model.complete(classifier_request(text, intents))
         calls = [c for c in reply.tool_calls if c.name == CLASSIFY_TOOL]
-        if not calls:
-            return None, 0.0
-        return parse_classification(calls[0].arguments, [i.name for i in intents])
+        names = [i.name for i in intents]
+        name, confidence = parse_classification(calls[0].arguments, names) if calls else (None, 0.0)
+        return ClassifierAnswer(name, confidence, reply.model or model.name, reply.usage)
 
     return classify

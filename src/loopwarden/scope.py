@@ -12,6 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .events import Totals
+from .guard.budget import Budgets
 from .models.base import Message
 from .permissions import permits
 from .router import Intent, Route, Router
@@ -121,6 +123,15 @@ class Scope:
         intent = self.intent
         return intent is None or tool.qualified_name in intent.tools or tool.wire_name in intent.tools
 
+    def charge(self, totals: Totals, budgets: Budgets) -> None:
+        """Count routing's own model call (a classifier) in the run's totals and budgets."""
+        route = self.route
+        if route is None or route.usage is None:
+            return
+        totals.model_calls += 1
+        totals.add_usage(route.usage)
+        totals.cost += budgets.cost_of(route.model or "", route.usage)
+
     def route_fields(self) -> dict[str, Any]:
         route = self.route
         assert route is not None
@@ -136,4 +147,6 @@ class Scope:
             "tools": list(self.base),
             "step_cap": self.step_cap,
             "evidence": list(route.evidence),
+            "model": route.model,
+            "usage": route.usage,
         }
