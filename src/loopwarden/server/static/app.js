@@ -250,7 +250,7 @@ function setProgress() {
   const list = $("stages");
   list.replaceChildren();
   for (const stage of [...view.stages.values()].sort((a, b) => a.index - b.index)) {
-    list.appendChild(el("li", { className: stage.state, value: stage.index }, stage.stage));
+    list.appendChild(el("li", { className: stage.state, title: stage.state }, `${stage.index}. ${stage.stage}`));
   }
 }
 
@@ -261,7 +261,7 @@ function summary(e) {
     case "model_call": return `turn ${e.turn} ${e.model}${e.n_tool_calls ? ` → ${e.n_tool_calls} tool call(s)` : ""}${e.text ? `: ${short(e.text)}` : ""}`;
     case "tool_call": return `${e.tool}(${short(e.arguments, 120)})`;
     case "tool_result": return `${e.tool} ${e.ok ? "ok" : `error ${e.error_type || ""}`}${e.cached ? " (cached)" : ""} ${short(e.message || e.preview, 120)}`;
-    case "guard_verdict": return `GUARD ${e.detector}: ${e.action}${e.tool ? ` ${e.tool}` : ""}${e.count ? ` ×${e.count}` : ""} — ${e.reason}${e.evidence && e.evidence.length ? `\n  evidence: ${e.evidence.join("; ")}` : ""}`;
+    case "guard_verdict": return `${e.action === "allow" ? "guard" : "GUARD"} ${e.detector}: ${e.action}${e.tool ? ` ${e.tool}` : ""}${e.count ? ` ×${e.count}` : ""} — ${e.reason}${e.evidence && e.evidence.length ? `\n  evidence: ${e.evidence.join("; ")}` : ""}`;
     case "nudge": return `nudge (${e.detector}): ${short(e.text)}`;
     case "exploration_cut_off": return `CUT OFF: ${e.stop_reason} — ${e.message}`;
     case "phase_ended": return `phase ${e.phase} ended: ${e.status} (${e.stop_reason}) ${e.message || ""}`;
@@ -377,6 +377,7 @@ function selectTab(name) {
 document.addEventListener("DOMContentLoaded", () => {
   $("new-run").addEventListener("submit", startRun);
   $("refresh").addEventListener("click", loadRuns);
+  $("files").addEventListener("change", () => { $("new-run").source.value = "upload"; });
   $("cancel").addEventListener("click", async () => {
     await api(`/api/runs/${page.runId}/cancel`, { method: "POST" });
     refreshRun();
