@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from loopwarden.models.base import ModelError, ModelRequest
+from loopwarden.models.base import ClientNote, ModelError, ModelRequest
 from loopwarden.models.config import EndpointConfig
-from loopwarden.models.openai_compat import ClientNotice, OpenAICompatModel, build_model
+from loopwarden.models.openai_compat import OpenAICompatModel, build_model
 from openai_server import Reply, ScriptedServer, completion, error, reply, stream, tool_call, usage
 
 KEY = "sk-test-secret-0123456789abcdef"
@@ -49,7 +49,7 @@ def endpoint(server: ScriptedServer, **fields: Any) -> EndpointConfig:
     return EndpointConfig(**(values | fields))
 
 
-def client(server: ScriptedServer, notices: list[ClientNotice] | None = None, **fields: Any) -> OpenAICompatModel:
+def client(server: ScriptedServer, notices: list[ClientNote] | None = None, **fields: Any) -> OpenAICompatModel:
     model = build_model(endpoint(server, **fields), "cheap", on_notice=notices.append if notices is not None else None)
     assert isinstance(model, OpenAICompatModel)
     return model
@@ -157,25 +157,26 @@ async def test_stream_keeps_reasoning_out_of_the_text(server: ScriptedServer) ->
 
 
 async def test_429_honours_retry_after_then_succeeds(server: ScriptedServer) -> None:
-    notices: list[ClientNotice] = []
+    notices: list[ClientNote] = []
     server.push(error(429, "Rate limit reached", retry_after="0.4"), reply(completion("done")))
     began = time.monotonic()
     answer = await client(server, notices).complete(ask())
     assert answer.text == "done"
     assert len(server.requests) == 2
     assert [(n.kind, n.status, n.delay) for n in notices] == [("retry", 429, 0.4)]
+    assert answer.notes == notices  # the reply carries them into its model_call event
     assert time.monotonic() - began >= 0.4  # it really waited what the server asked
 
 
 async def test_retry_after_is_capped(server: ScriptedServer) -> None:
-    notices: list[ClientNotice] = []
+    notices: list[ClientNote] = []
     server.push(error(429, "slow down", retry_after="3600"), reply(completion("done")))
     await client(server, notices, retry_max_delay=0.2).complete(ask())
     assert notices[0].delay == 0.2
 
 
 async def test_retry_after_ms_header_is_understood(server: ScriptedServer) -> None:
-    notices: list[ClientNotice] = []
+    notices: list[ClientNote] = []
     server.push(Reply(status=429, body={"error": {"message": "x"}}, headers={"retry-after-ms": "150"}))
     server.push(reply(completion("done")))
     await client(server, notices).complete(ask())
@@ -183,7 +184,7 @@ async def test_retry_after_ms_header_is_understood(server: ScriptedServer) -> No
 
 
 async def test_500_twice_then_success(server: ScriptedServer) -> None:
-    notices: list[ClientNotice] = []
+    notices: list[ClientNote] = []
     server.push(error(500, "boom"), error(503, "overloaded"), reply(completion("finally")))
     answer = await client(server, notices).complete(ask())
     assert answer.text == "finally"
@@ -270,7 +271,7 @@ async def test_an_unreadable_200_body_is_retried(server: ScriptedServer) -> None
 
 
 async def test_an_empty_reply_is_asked_again_once_and_both_are_counted(server: ScriptedServer) -> None:
-    notices: list[ClientNotice] = []
+    notices: list[ClientNote] = []
     server.push(reply(completion("", usage_=usage(10, 0))), reply(completion("second time", usage_=usage(12, 3))))
     answer = await client(server, notices).complete(ask())
     assert answer.text == "second time"
@@ -297,7 +298,7 @@ DSML = (
 
 
 async def test_dsml_in_content_becomes_a_tool_call(server: ScriptedServer) -> None:
-    notices: list[ClientNotice] = []
+    notices: list[ClientNote] = []
     server.push(reply(completion("I will read it.\n" + DSML)))
     answer = await client(server, notices).complete(ask(tools=TOOLS))
     assert answer.text == "I will read it."

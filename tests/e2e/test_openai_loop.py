@@ -109,6 +109,9 @@ async def test_429_then_500_mid_run_is_absorbed(server: ScriptedServer) -> None:
     result = await agent.run("What do the notes say?")
     assert result.status == "completed"
     assert len(server.requests) == 4  # 429, 500, then the two real turns
+    first = next(e for e in result.events if isinstance(e, ModelCalled))
+    assert [(n.kind, n.status) for n in first.notes] == [("retry", 429), ("retry", 500)]
+    assert first.notes[0].delay == 0.05  # the Retry-After the server sent
 
 
 async def test_persistent_server_errors_end_the_run_with_a_model_error_event(server: ScriptedServer) -> None:
@@ -119,6 +122,8 @@ async def test_persistent_server_errors_end_the_run_with_a_model_error_event(ser
     assert len(failed) == 1
     assert failed[0].kind == "server_error" and failed[0].retryable
     assert "after 3 attempts" in failed[0].message
+    assert failed[0].status == 503
+    assert [n.status for n in failed[0].notes] == [503, 503]  # the two retries before giving up
     assert result.stop_reason == "model_error"
     assert isinstance(result.events[-1], RunFinished)
 

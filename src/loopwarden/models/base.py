@@ -47,6 +47,16 @@ class ModelRequest(BaseModel):
     tier: Literal["cheap", "main"] = "cheap"
 
 
+class ClientNote(BaseModel):
+    """Something a model client handled on its own within one call: a retry after a 429, 5xx or
+    timeout, tool-call markup recovered from the text, an empty reply asked for again."""
+
+    kind: str
+    message: str
+    status: int | None = None
+    delay: float = 0.0
+
+
 class ModelReply(BaseModel):
     text: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -54,6 +64,7 @@ class ModelReply(BaseModel):
     reasoning: str | None = None
     finish_reason: str | None = None
     model: str | None = None
+    notes: list[ClientNote] = Field(default_factory=list)
 
     def assistant_message(self) -> Message:
         """The assistant message to append to the history, in OpenAI format."""
@@ -71,12 +82,21 @@ class ModelReply(BaseModel):
 class ModelError(Exception):
     """A model call that failed after the client's own retries; `kind` says how."""
 
-    def __init__(self, kind: str, message: str, *, retryable: bool = False, status: int | None = None):
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        retryable: bool = False,
+        status: int | None = None,
+        notes: list[ClientNote] | None = None,
+    ):
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.retryable = retryable
         self.status = status
+        self.notes = notes or []
 
 
 @runtime_checkable

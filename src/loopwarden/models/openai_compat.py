@@ -13,33 +13,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import openai
 
-from .base import Model, ModelError, ModelReply, ModelRequest
+from .base import ClientNote, Model, ModelError, ModelReply, ModelRequest
 from .config import EndpointConfig, Tier
-from .faults import RETRYABLE_KINDS, Backoff, kind_of_status, model_error, retry_after_seconds
+from .faults import RETRYABLE_KINDS, Backoff, kind_of_status, model_error, redact, retry_after_seconds
 from .wire import StreamAssembler, is_empty, parse_completion, recover_leaked_calls, to_wire_messages
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ClientNotice:
-    """Something the client handled on its own: a retry, leaked markup, an empty reply."""
-
-    kind: str
-    """retry | leaked_markup | empty_reply"""
-    model: str
-    message: str
-    attempt: int = 0
-    delay: float = 0.0
-    status: int | None = None
-
-
-NoticeHandler = Callable[[ClientNotice], None]
+NoteHandler = Callable[[ClientNote], None]
 
 
 class _Attempt(Exception):
@@ -58,7 +44,7 @@ class OpenAICompatModel:
         config: EndpointConfig,
         tier: Tier = "cheap",
         *,
-        on_notice: NoticeHandler | None = None,
+        on_notice: NoteHandler | None = None,
     ) -> None:
         self.config = config
         self.tier = tier
@@ -99,14 +85,23 @@ class OpenAICompatModel:
     # -- the Model protocol ----------------------------------------------------------------------
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        reply, unreadable = self._checked(await self._complete_with_retries(request))
+        notes: list[ClientNote] = []  # this call's retries and repairs, told in its event
+        try:
+            reply = await self._complete_checked(request, notes)
+        except ModelError as error:
+            error.notes = notes
+            raise
+        return reply.model_copy(update={"notes": notes})
+
+    async def _complete_checked(self, request: ModelRequest, notes: list[ClientNote]) -> ModelReply:
+        reply, unreadable = self._checked(await self._complete_with_retries(request, notes), notes)
         if not (is_empty(reply) or unreadable):
             return reply
         what = "leaked markup with no readable call" if unreadable else "no text and no tool calls"
         if reply.finish_reason == "length":
             what += " (cut at the output token limit: raise max_tokens in extra_body)"
-        self._notify(ClientNotice("empty_reply", self.name, f"the reply had {what}; asking once more"))
-        again, unreadable = self._checked(await self._complete_with_retries(request))
+        self._note(ClientNote(kind="empty_reply", message=f"the reply had {what}; asking once more"), notes)
+        again, unreadable = self._checked(await self._complete_with_retries(request, notes), notes)
         if is_empty(again) or unreadable:
             kind = "malformed_reply" if unreadable else "empty_reply"
             raise self._error(kind, f"two replies in a row had {what}", None, 2)
@@ -131,7 +126,7 @@ class OpenAICompatModel:
 
     # -- retries -------------------------------------------------------------------------------
 
-    async def _complete_with_retries(self, request: ModelRequest) -> ModelReply:
+    async def _complete_with_retries(self, request: ModelRequest, notes: list[ClientNote]) -> ModelReply:
         attempts = self.config.max_retries + 1
         for attempt in range(1, attempts + 1):
             try:
@@ -141,15 +136,10 @@ class OpenAICompatModel:
                     raise self._error(failed.kind, failed.detail, failed.status, attempt) from None
                 delay = self._backoff.delay(attempt, failed.retry_after)
                 status = f"HTTP {failed.status}" if failed.status else failed.kind
-                self._notify(
-                    ClientNotice(
-                        "retry",
-                        self.name,
-                        f"{status}; retry {attempt} of {attempts - 1} in {delay:.2f}s",
-                        attempt=attempt,
-                        delay=delay,
-                        status=failed.status,
-                    )
+                message = f"{status}: {failed.detail[:200]}; retry {attempt} of {attempts - 1} in {delay:.2f}s"
+                self._note(
+                    ClientNote(kind="retry", message=redact(message, self._secret), status=failed.status, delay=delay),
+                    notes,
                 )
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
@@ -209,13 +199,13 @@ class OpenAICompatModel:
 
     # -- reply checks --------------------------------------------------------------------------
 
-    def _checked(self, reply: ModelReply) -> tuple[ModelReply, bool]:
+    def _checked(self, reply: ModelReply, notes: list[ClientNote]) -> tuple[ModelReply, bool]:
         """Recover tool calls leaked into the text; True when markup was there but unreadable."""
         recovered, leaked = recover_leaked_calls(reply)
         if leaked is None:
             return reply, False
         found = f"{len(leaked.calls)} tool call(s) recovered" if leaked.calls else "no call could be read"
-        self._notify(ClientNotice("leaked_markup", self.name, f"tool-call markup in the reply text: {found}"))
+        self._note(ClientNote(kind="leaked_markup", message=f"tool-call markup in the reply text: {found}"), notes)
         return recovered, leaked.unreadable
 
     def _error(self, kind: str, detail: str, status: int | None, attempts: int) -> ModelError:
@@ -229,10 +219,11 @@ class OpenAICompatModel:
             attempts=attempts,
         )
 
-    def _notify(self, notice: ClientNotice) -> None:
-        log.warning("%s: %s", notice.model, notice.message)
+    def _note(self, note: ClientNote, notes: list[ClientNote]) -> None:
+        notes.append(note)
+        log.warning("%s: %s", self.name, note.message)
         if self.on_notice is not None:
-            self.on_notice(notice)
+            self.on_notice(note)
 
 
 def _status_failure(error: openai.APIStatusError) -> _Attempt:
@@ -271,6 +262,6 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     return dumped if isinstance(dumped, dict) else {}
 
 
-def build_model(config: EndpointConfig, tier: Tier = "cheap", *, on_notice: NoticeHandler | None = None) -> Model:
+def build_model(config: EndpointConfig, tier: Tier = "cheap", *, on_notice: NoteHandler | None = None) -> Model:
     """The model of one tier (`cheap` for tool loops, `main` for drafting, `vision` for images)."""
     return OpenAICompatModel(config, tier, on_notice=on_notice)
