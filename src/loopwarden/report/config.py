@@ -18,7 +18,7 @@ from ..models.config import EndpointConfig
 from .templates import TemplateError, load_template
 
 
-class ReportInputError(Exception):
+class ReportInputError(ValueError):
     """The request cannot be run; the message is one line for the user."""
 
     def __init__(self, message: str) -> None:
