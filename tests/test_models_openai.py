@@ -413,3 +413,11 @@ async def test_an_empty_reply_cut_at_the_token_limit_says_so(server: ScriptedSer
         await client(server).complete(ask())
     assert caught.value.kind == "empty_reply"
     assert "max_tokens" in caught.value.message
+
+
+async def test_retry_notes_never_carry_the_key(server: ScriptedServer) -> None:
+    server.push(error(429, f"key {KEY} is over its limit", retry_after="0"), reply(completion("ok")))
+    answer = await client(server).complete(ask())
+    assert [n.kind for n in answer.notes] == ["retry"]
+    assert KEY not in answer.model_dump_json()
+    assert "429" in answer.notes[0].message
