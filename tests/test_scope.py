@@ -75,6 +75,15 @@ async def test_without_router_or_search_the_agents_offer_stands() -> None:
     scope = Scope(registry(), clock=CLOCK)
     assert await scope.open(None, "anything", ["note", "not_registered"]) is None
     assert scope.offered() == ["note", "not_registered"] and scope.cap_reached(100) is None
+    everything = Scope(registry(), clock=CLOCK)
+    await everything.open(None, "anything", None)
+    assert everything.offered() == ["metrics.trend", "note", "wipe", "search_tools"]
+
+
+async def test_with_tool_search_the_agents_offer_is_always_offered_too() -> None:
+    scope = Scope(registry(), clock=CLOCK, search=ToolSearch(always=("note",)))
+    await scope.open(None, "anything", ["metrics.trend", "note"])
+    assert scope.base == ["note", "metrics__trend", "search_tools"]
 
 
 async def test_an_intent_naming_an_unregistered_tool_is_a_clear_error() -> None:

@@ -187,7 +187,7 @@ class _Run:
 
     async def events(self) -> AsyncIterator[Event]:
         request = request_text(self.prompt_in, latest=self.replay is None)  # a resumed run re-routes its request
-        route = await self.scope.open(self.agent.router, request, self.offered)
+        route = await self.scope.open(self.agent.router, request, self.agent.offered)
         self.offered = self.scope.base
         yield self.stamp(
             RunStarted,

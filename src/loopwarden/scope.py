@@ -59,8 +59,9 @@ class Scope:
     def question(self) -> str | None:
         return self.route.question if self.route else None
 
-    async def open(self, router: Router | None, text: str, default_offered: Sequence[str]) -> Route | None:
-        """Route the request (if a router is set) and fix what this run offers."""
+    async def open(self, router: Router | None, text: str, offered: Sequence[str] | None) -> Route | None:
+        """Route the request (if a router is set) and fix what this run offers. `offered` is the
+        agent's own list (None = every registered tool, unless a router or tool search decides)."""
         if router is not None:
             self.route = await router.route(text, self.clock)
         intent = self.intent
@@ -70,13 +71,13 @@ class Scope:
             pinned = pinned_arguments(intent.slots, self.route.slots if self.route else {})
             self.arguments.extend(intent.normalisers, pinned)
         elif self.search is not None:
-            names = list(self.search.always)
+            names = [*self.search.always, *(offered or ())]
         else:  # neither a router nor tool search in charge: the agent's offer, as given
-            self.base = list(default_offered)
+            self.base = list(offered if offered is not None else self.registry.names())
             return self.route
         if self.search is not None:
             names.append(self.search.name)
-        self.base = [self._wire(name) for name in names]
+        self.base = list(dict.fromkeys(self._wire(name) for name in names))
         return self.route
 
     def _wire(self, name: str) -> str:
