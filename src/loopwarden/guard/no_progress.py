@@ -34,15 +34,20 @@ VOLATILE_KEY = re.compile(
     r"|(_id|_at|_ts|_time|_ms|_seconds)$",
     re.IGNORECASE,
 )
-_VOLATILE_TEXT = [
-    re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?"),  # ISO date-time
-    re.compile(r"\d{4}-\d{2}-\d{2}"),
-    re.compile(r"\b\d{1,2}:\d{2}:\d{2}(\.\d+)?\b"),  # clock time
-    re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE),  # uuid
-    re.compile(r"\b[0-9a-f]{16,}\b", re.IGNORECASE),  # long hex ids, hashes
-    re.compile(r"\b\d{10,}\b"),  # epoch seconds / milliseconds
-    re.compile(r"\b\d+(\.\d+)?\s?(ms|s|sec|seconds)\b"),  # durations
-]
+_VOLATILE_TEXT = re.compile(
+    r"(?=[0-9a-fA-F])(?:"  # every alternative starts with a hex digit: other positions fail fast
+    + "|".join(
+        [
+            r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?",  # ISO date(-time)
+            r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b",  # clock time
+            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",  # uuid
+            r"\b[0-9a-fA-F]{16,}\b",  # long hex ids, hashes
+            r"\b\d{10,}\b",  # epoch seconds / milliseconds
+            r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b",  # durations
+        ]
+    )
+    + ")"
+)
 
 
 def _strip_volatile(value: Any) -> Any:
@@ -51,9 +56,7 @@ def _strip_volatile(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_strip_volatile(v) for v in value]
     if isinstance(value, str):
-        for pattern in _VOLATILE_TEXT:
-            value = pattern.sub("<v>", value)
-        return " ".join(value.split())
+        return " ".join(_VOLATILE_TEXT.sub("<v>", value).split())
     return value
 
 
