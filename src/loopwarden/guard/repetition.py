@@ -74,7 +74,7 @@ class RepetitionDetector(Detector):
     def __init__(
         self,
         *,
-        sentence_repeats: int = 3,
+        sentence_repeats: int = 4,
         token_repeats: int = 10,
         across_replies: int = 3,
         ladder: Ladder | None = None,
