@@ -225,3 +225,13 @@ async def test_a_cancelled_run_leaves_a_cancelled_final_event_in_the_log(tmp_pat
         await task
     last = json.loads((tmp_path / "out" / "events.jsonl").read_text().splitlines()[-1])
     assert last["type"] == "report_finished" and last["status"] == "cancelled"
+
+
+async def test_the_first_milestone_tells_the_whole_plan_and_the_deliverable(tmp_path: Path) -> None:
+    events = await collect(tmp_path)
+    first = milestones(events)[0]
+    assert first.index == 1 and first.state == "started"
+    assert first.detail["plan"] == [
+        "scan", "explore", "figures", "gap check", "draft", "reflect 1/3", "reflect 2/3", "reflect 3/3", "bibliography"
+    ]  # fmt: skip
+    assert first.detail["deliverable"] == "report.tex (xelatex not found: no PDF)"

@@ -36,7 +36,8 @@ SYSTEM = (
     "exploration of a data folder and a LaTeX skeleton. Write the complete report: fill every section "
     "from the facts only, never invent data, numbers or references. Include every listed figure with "
     "\\includegraphics{path} and its caption. State every listed gap explicitly in the report. Cite "
-    "only the listed source keys with \\cite{key}. You have no tools: answer with the LaTeX source only."
+    "only the listed source keys with \\cite{key}. Keep the skeleton's preamble and add no packages (the "
+    "installed LaTeX may lack them). You have no tools: answer with the LaTeX source only."
 )
 
 

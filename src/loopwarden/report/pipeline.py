@@ -91,6 +91,7 @@ async def run_report(
 
 async def _run_stages(ctx: Context, stages: list[Stage]) -> AsyncIterator[Event]:
     total = len(stages)
+    plan = _plan_detail(ctx, stages)
     for stage in stages:
         skip = ctx.skip_reason(stage)
         if skip is not None:
@@ -103,8 +104,9 @@ async def _run_stages(ctx: Context, stages: list[Stage]) -> AsyncIterator[Event]
                 detail={"label": stage.label, "reason": skip},
             )
             continue
+        start_detail = {"label": stage.label, **(plan if stage.index == 1 else {})}
         yield ctx.stamp(
-            Milestone, index=stage.index, total=total, stage=stage.name, state="started", detail={"label": stage.label}
+            Milestone, index=stage.index, total=total, stage=stage.name, state="started", detail=start_detail
         )
         detail: dict[str, Any] = {"label": stage.label}
         async for event in run_stage(ctx, stage, detail):
@@ -113,6 +115,17 @@ async def _run_stages(ctx: Context, stages: list[Stage]) -> AsyncIterator[Event]
             yield event
         state = "skipped" if detail.get("reason") else "done"
         yield ctx.stamp(Milestone, index=stage.index, total=total, stage=stage.name, state=state, detail=detail)
+
+
+def _plan_detail(ctx: Context, stages: list[Stage]) -> dict[str, Any]:
+    """The whole plan, told with the first milestone: what will run and whether a PDF will come."""
+    if not ctx.config.pdf or not ctx.template.steps.compile:
+        deliverable = "report.tex (PDF switched off)"
+    elif ctx.tools.can_compile:
+        deliverable = "report.pdf (xelatex found)"
+    else:
+        deliverable = "report.tex (xelatex not found: no PDF)"
+    return {"plan": [s.label for s in stages], "deliverable": deliverable, "template": ctx.template.name}
 
 
 def _finished(ctx: Context, started: float, status: ReportStatus, message: str, reason: str | None = None) -> Event:

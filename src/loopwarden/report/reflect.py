@@ -61,9 +61,13 @@ def change_fraction(before: str, after: str) -> float:
 def review_messages(inp: WriterInput, tex: str, sources: list[dict[str, object]]) -> list[Message]:
     facts = facts_for_model(inp, sources)
     sections = [s.title_in(inp.lang) for s in inp.template.sections]
+    checks = offline_review(inp, tex)
+    found = [*checks.major_issues, *checks.minor_issues]
+    automatic = "\n".join(f"- {issue}" for issue in found) if found else "- none"
     user = (
         f"Facts (JSON):\n{json.dumps(facts, ensure_ascii=False, indent=1)}\n\n"
-        f"Required sections, in order: {', '.join(sections)}\n\nReport:\n{tex}"
+        f"Required sections, in order: {', '.join(sections)}\n\n"
+        f"Automatic checks of the report against the facts found:\n{automatic}\n\nReport:\n{tex}"
     )
     return [{"role": "system", "content": REVIEW_SYSTEM}, {"role": "user", "content": user}]
 
