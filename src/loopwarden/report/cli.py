@@ -48,11 +48,19 @@ def register(app: typer.Typer) -> None:
         strict: Annotated[bool, typer.Option(help="Fail instead of degrading.")] = False,
         pdf: Annotated[bool, typer.Option(help="Compile a PDF when xelatex is installed.")] = True,
         json_lines: Annotated[bool, typer.Option("--json", help="Print the events as JSON lines.")] = False,
+        allow_rlimits_only: Annotated[
+            bool, typer.Option(help="Draw figures with resource limits only when no OS isolation is available.")
+        ] = False,
     ) -> None:
-        """Explore a data folder and write the report (report.tex, report.pdf, report.md)."""
+        """Explore a data folder and write the report (report.tex, report.pdf, report.md).
+
+        Exit codes: 0 completed, 3 degraded (a report was written, something was cut short),
+        1 failed, 2 bad input, 130 interrupted.
+        """
         code = run_command(
             data_dir, out, template=template, lang=lang, preset=preset, model=model, base_url=base_url,
             config_file=config_file, offline=offline, strict=strict, pdf=pdf, json_lines=json_lines,
+            allow_rlimits_only=allow_rlimits_only,
         )  # fmt: skip
         raise typer.Exit(code)
 
@@ -71,6 +79,7 @@ def run_command(
     strict: bool = False,
     pdf: bool = True,
     json_lines: bool = False,
+    allow_rlimits_only: bool = False,
 ) -> int:
     from ..models.config import ConfigError, load_endpoint_config
     from .config import ReportConfig, ReportInputError, validate_report_config
@@ -84,7 +93,14 @@ def run_command(
             preset=preset, base_url=base_url, model=model, config_file=config_file
         )  # fmt: skip
         config = ReportConfig(
-            data_dir=data_dir, out_dir=out, template=template, lang=language, endpoint=endpoint, strict=strict, pdf=pdf
+            data_dir=data_dir,
+            out_dir=out,
+            template=template,
+            lang=language,
+            endpoint=endpoint,
+            strict=strict,
+            pdf=pdf,
+            allow_rlimits_only=allow_rlimits_only,
         )
         validate_report_config(config)
     except (ReportInputError, ConfigError) as error:
