@@ -94,12 +94,13 @@ def test_start_a_report_run_watch_it_finish_and_see_the_pdf(tmp_path: Path, brow
         wait_until(
             page, "Number(document.getElementById('progress').getAttribute('aria-valuenow')) >= 20", timeout=120_000
         )
-        page.evaluate("window.loopwarden.stream.drop()")
+        # A drop after the end changes nothing; only a drop of a live stream must reconnect.
+        live = page.evaluate("() => { const s = window.loopwarden.stream; const on = !s.ended; s.drop(); return on; }")
 
         wait_until(page, "document.getElementById('progress').getAttribute('aria-valuenow') === '100'", timeout=180_000)
         page.wait_for_selector("#result-card:not([hidden])", timeout=60_000)
         assert page.text_content("#run-status") in ("completed", "degraded")
-        assert page.evaluate("window.loopwarden.stream.connections") >= 3
+        assert page.evaluate("window.loopwarden.stream.connections") >= (3 if live else 2)
         assert "100%" in (page.text_content("#progress-label") or "")
 
         # The PDF is shown in the page.
@@ -117,15 +118,20 @@ def test_start_a_report_run_watch_it_finish_and_see_the_pdf(tmp_path: Path, brow
 
         # Markdown and LaTeX views, the coverage ledger, the stage names.
         page.click(".tabs button[data-tab=md]")
-        assert page.locator("#markdown h2, #markdown h1").count() >= 1
+        page.wait_for_selector("#markdown h2, #markdown h1")
         page.click(".tabs button[data-tab=tex]")
-        assert "\\documentclass" in (page.text_content("#latex") or "")
+        wait_until(page, "document.getElementById('latex').textContent.includes('documentclass')")
         assert page.locator("#coverage tbody tr").count() >= 1
         assert "explore" in (page.text_content("#stages") or "")
         network = [url for url in requests if url.startswith(("http:", "https:", "ws:", "wss:"))]
         assert all(url.startswith(base) for url in network), [u for u in network if not u.startswith(base)]
         # Chromium's own PDF viewer opened the report inside the page's frame.
-        assert any(url.startswith("chrome-extension://") and "pdf" in url for url in requests)
+        for _ in range(300):
+            if any(url.startswith("chrome-extension://") and "pdf" in url for url in requests):
+                break
+            page.wait_for_timeout(100)
+        else:
+            raise AssertionError("the PDF viewer never opened the report")
 
         # The runs list shows it.
         page.goto(base)
