@@ -146,3 +146,20 @@ def test_live_lines_and_summary_say_what_happened(tmp_path: Path) -> None:
     text = console.export_text()
     for expected in ("degraded", "repeated_call", "7", "12", "150", "5 of 6", str(tmp_path / "report.tex")):
         assert expected in text
+
+
+def test_degraded_run_exits_with_the_degraded_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A machine without a CJK font still gets its Chinese report, marked degraded with the reason.
+    from loopwarden.report import stages
+
+    monkeypatch.setattr(stages, "find_cjk_font", lambda: None)
+    data = make_folder(tmp_path)
+    out = tmp_path / "out"
+    args = ["--out", str(out), "--template", "brief", "--no-pdf", "--json", "--offline", "--lang", "zh"]
+    code, stdout, _ = _invoke(str(data), *args)
+    last = json.loads(stdout.splitlines()[-1])
+    assert code == EXIT_DEGRADED, last
+    assert last["status"] == "degraded" and "no CJK font" in last["message"] and "no_cjk_font" in last["stop_reasons"]
+    assert (out / "report.tex").is_file()
+    code, stdout, _ = _invoke(str(data), *args, "--strict")
+    assert code == EXIT_FAILED and json.loads(stdout.splitlines()[-1])["status"] == "failed"

@@ -252,6 +252,7 @@ def _new_writing(ctx: Context) -> Writing:
     cjk_font = find_cjk_font() if ctx.config.lang == "zh" else None
     if ctx.config.lang == "zh" and cjk_font is None:
         ctx.notes.append("no CJK font installed: Chinese text may not render (install fonts-noto-cjk)")
+        ctx.stop_reasons.append("no_cjk_font")
     inp = WriterInput(
         template=ctx.template,
         record=ctx.record,
