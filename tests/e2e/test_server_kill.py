@@ -67,6 +67,14 @@ def test_sigkill_mid_run_leaves_an_interrupted_run_with_its_events(tmp_path: Pat
         before = [
             json.loads(line) for line in httpx.get(f"{base}/api/runs/{run_id}/artifacts/events.jsonl").text.splitlines()
         ]
+        # A second server on the same state folder refuses to start (it would interrupt live runs).
+        second = subprocess.run(
+            [sys.executable, "-m", "loopwarden.cli", "serve", "--port", str(free_port()), "--state-dir", str(state)],
+            capture_output=True,
+            timeout=60,
+        )
+        assert second.returncode == 2 and b"another loopwarden server" in second.stderr
+        assert httpx.get(f"{base}/api/runs/{run_id}").json()["status"] == "running"
         os.kill(process.pid, signal.SIGKILL)
         process.wait(10)
     assert len(before) >= 60

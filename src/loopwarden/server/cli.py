@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
 
@@ -49,6 +50,24 @@ def register(app: typer.Typer) -> None:
         except InsecureBinding as error:
             typer.echo(f"error: {error}", err=True)
             raise typer.Exit(2) from error
+        lock = _lock_state_dir(state_dir)
+        if lock is None:
+            typer.echo(f"error: another loopwarden server is using {state_dir}", err=True)
+            raise typer.Exit(2)
         application = create_app(settings, load_job(job) if job else None)
         typer.echo(f"loopwarden: serving on http://{host}:{port}/ (runs in {state_dir})", err=True)
         uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+def _lock_state_dir(state_dir: Path) -> IO[bytes] | None:
+    """Hold an exclusive lock on the state folder for the life of the process: a second server on
+    the same store would mark the first one's live runs `interrupted` at its start. The kernel
+    drops the lock when the process dies, even by SIGKILL, so a restart after a crash proceeds."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    handle = (state_dir / "server.lock").open("ab")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
