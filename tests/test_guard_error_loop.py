@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwarden import Agent, Budgets, LoopConfig, ScriptedModel, ToolResult, call, tool
+from loopwarden import Agent, Budgets, LoopConfig, RetryPolicy, ScriptedModel, ToolResult, call, tool
 from loopwarden.events import Event, GuardVerdict, NudgeInjected
 from loopwarden.guard import ErrorLoopDetector, Rung
 from loopwarden.state import CallRecord, RunState
@@ -122,3 +122,27 @@ def test_a_rerun_failing_with_only_numbers_changed_is_an_identical_failure(secon
     assert (finding is not None) is flagged
     if finding is not None:
         assert finding.rung == Rung.NUDGE and "identically" in finding.reason
+
+
+def test_the_identical_command_rerun_with_changing_error_text_is_flagged_at_three(tmp_path: Path) -> None:
+    """A retryable failure is never answered from the cache, so the very same command runs again
+    and fails with new text each time (a timestamp); it is one error loop all the same."""
+
+    @tool
+    def fetch_status(url: str) -> ToolResult | str:
+        """Ask a service for its status (through a real subprocess)."""
+        script = 'echo "connection refused at $(date +%s%N)" >&2; exit 7'
+        done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=10)
+        return ToolResult.failure("unavailable", done.stderr.strip(), retryable=True)
+
+    same = call("fetch_status", {"url": "http://127.0.0.1:9/status"})
+    config = LoopConfig(retry=RetryPolicy(max_attempts=1), disabled_detectors=frozenset({"no_progress"}))
+    result = Agent(ScriptedModel([same, same, same, "the service is down"]), [fetch_status], config=config).run_sync(
+        "x"
+    )
+    messages = [e.message for e in result.events if e.type == "tool_result"]  # type: ignore[attr-defined]
+    assert len(messages) == 3 and len(set(messages)) == 3
+    # volatile numbers aside the failure is identical: flagged at once, and counted on
+    early, third = error_verdicts(result.events)
+    assert (early.turn, early.action) == (2, "nudge") and "failed identically again" in early.reason
+    assert (third.turn, third.count) == (3, 3) and "failed 3 times in a row with unavailable" in third.reason

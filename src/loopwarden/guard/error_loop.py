@@ -71,15 +71,16 @@ class ErrorLoopDetector(Detector):
         if not record.cached:
             self._last_error[(record.fingerprint, key[1])] = text
         rung = self.ladder.rung(count)
-        if identical and rung == Rung.NONE:
-            rung = Rung.NUDGE
+        why = [f"failed {count} times in a row with {key[1]}"] if rung != Rung.NONE else []
+        if identical:
+            why.append(f"the same call failed identically again ({key[1]})")
+            rung = max(rung, Rung.NUDGE, key=_order)
         if rung == Rung.NONE:
             return None
-        why = "the same call failed identically again" if identical else f"failed {count} times in a row"
         return Finding(
             detector=self.name,
             rung=rung,
-            reason=f"{record.tool} {why} with {key[1]}",
+            reason=f"{record.tool} " + "; ".join(why),
             stop_reason=self.stop_reason,
             evidence=list(examples),
             tools=frozenset({record.tool}),
