@@ -19,9 +19,13 @@ _SPECIALS = {
 _SPECIAL_RE = re.compile(r"[\\&%$#_{}~^]")
 
 
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
 def escape(text: object) -> str:
-    """Plain text -> LaTeX text that prints the same characters."""
-    return _SPECIAL_RE.sub(lambda m: _SPECIALS[m.group(0)], str(text))
+    """Plain text -> LaTeX text that prints the same characters. Control characters (which TeX
+    refuses as invalid input) are dropped."""
+    return _SPECIAL_RE.sub(lambda m: _SPECIALS[m.group(0)], _CONTROL_RE.sub("", str(text)))
 
 
 def format_number(value: float) -> str:
