@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loopwarden import Agent, ChecklistItem, LoopConfig, ScriptedModel, call, tool
+from loopwarden import Agent, ChecklistItem, LoopConfig, ModelReply, ScriptedModel, call, tool
 from loopwarden.events import Event, GuardVerdict, ModelCalled
 
 
@@ -46,3 +46,9 @@ def test_a_monologue_that_turns_into_action_completes() -> None:
 def test_without_open_work_a_text_reply_is_not_a_monologue() -> None:
     result = Agent(ScriptedModel(["Nothing to bill today."]), [send_invoice]).run_sync("anything to bill?")
     assert found(result.events) == [] and result.output == "Nothing to bill today."
+
+
+def test_empty_replies_count_as_doing_nothing() -> None:
+    model = ScriptedModel([ModelReply(), ModelReply(), ModelReply(), ModelReply(), ModelReply()])
+    result = Agent(model, [send_invoice], checklist=CHECKLIST, config=LoopConfig(policy="fail")).run_sync("bill")
+    assert result.stop_reason == "monologue" and model.calls == 4

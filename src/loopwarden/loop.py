@@ -334,10 +334,10 @@ class _Run:
         """Text detectors see every reply; with calls, their findings wait for the turn's results."""
         self.turn_findings, self.text_flagged = [], False
         self.state.add_reply(self.turn, reply.text or "", len(reply.tool_calls), bool(self.last_offered))
-        if not reply.text:
-            return
+        if not reply.text and reply.tool_calls:
+            return  # an empty reply with no call is still a reply that did nothing: detectors see it
         for detector in self.detectors:
-            finding = detector.on_text(self.turn, reply.text, bool(self.last_offered), self.state)
+            finding = detector.on_text(self.turn, reply.text or "", bool(self.last_offered), self.state)
             if finding is not None:
                 self.turn_findings.append(finding)
         if self.turn_findings and not reply.tool_calls:
