@@ -15,6 +15,8 @@ from .latex import escape
 from .scan import ScanResult
 
 MAX_CHARS = 20_000
+MAX_DOCUMENT_SOURCES = 200
+"""Documents read for bibliographic data; a folder with more lists the rest uncited."""
 DOI_RE = re.compile(r"\b10\.\d{4,9}/[^\s\"<>{}]+[^\s\"<>{}.,;)\]]")
 YEAR_RE = re.compile(r"\b(19[5-9]\d|20[0-4]\d)\b")
 CITE_RE = re.compile(
@@ -58,7 +60,7 @@ def collect_sources(root: Path, scan: ScanResult, *, reference_report: str | Non
         path = root / entry.path
         if entry.ext == "bib":
             sources += _bib_file_sources(path, entry.path, taken)
-        elif entry.kind == "documents":
+        elif entry.kind == "documents" and len(sources) < MAX_DOCUMENT_SOURCES:
             source = _document_source(path, entry.path, entry.ext, taken)
             if source is not None:
                 sources.append(source)

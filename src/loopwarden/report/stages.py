@@ -3,6 +3,7 @@ explicit name (never on its position), so a plan that changes shape still labels
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -158,7 +159,7 @@ async def run_stage(ctx: Context, stage: Stage, detail: dict[str, Any]) -> Async
 
 
 async def _scan(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
-    ctx.scan = scan_folder(ctx.config.data_dir)
+    ctx.scan = await asyncio.to_thread(scan_folder, ctx.config.data_dir)  # a big folder must not block the loop
     detail.update(counts=ctx.scan.counts, files=len(ctx.scan.files))
     yield ctx.stamp(ScanDone, scan=ctx.scan.detail())
 
@@ -236,7 +237,7 @@ async def _gap(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
 
 
 async def _draft(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
-    ctx.writing = _new_writing(ctx)
+    ctx.writing = await asyncio.to_thread(_new_writing, ctx)  # reads documents for the sources
     async for event in draft(ctx.writing):
         yield event
     if ctx.writing.fatal is not None:
