@@ -159,3 +159,23 @@ def test_a_decision_made_ahead_of_time_is_used_without_waiting() -> None:
 
 async def _collect(stream: Any) -> list[Event]:
     return [event async for event in stream]
+
+
+async def test_calls_of_one_turn_are_announced_together_and_decided_in_any_order() -> None:
+    send_payment, balance, sent = payments()
+    gate = ApprovalGate()
+    model = ScriptedModel([[pay("ACME", 10), pay("Globex", 20)], "Paid ACME only."])
+    stream = Agent(model, [send_payment, balance], approvals=gate).stream("pay both")
+    announced: list[ApprovalRequired] = []
+    async for event in stream:
+        if isinstance(event, ApprovalRequired):
+            announced.append(event)
+            if len(announced) == 2:
+                break
+    assert set(gate.pending) == {a.call_id for a in announced}  # both waiting before any decision
+    gate.deny(announced[1].call_id, "unknown payee")
+    gate.approve(announced[0].call_id)
+    rest = [e async for e in stream]
+    assert sent == [{"to": "ACME", "amount": 10.0}] and gate.pending == {}
+    results = [e for e in rest if isinstance(e, ToolResultEvent)]
+    assert [(r.ok, r.error_type) for r in results] == [(True, None), (False, "denied")]

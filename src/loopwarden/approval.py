@@ -98,8 +98,13 @@ class ApprovalGate:
     def deny(self, call_id: str, reason: str | None = None, *, by: str | None = None) -> None:
         self.decide(call_id, False, reason, by=by)
 
+    def expect(self, call: PendingCall) -> None:
+        """Announce a call that will be waited on (it shows in `pending` from now)."""
+        self.pending[call.call_id] = call
+
     async def wait(self, call: PendingCall) -> Decision:
         if call.call_id in self._decisions:
+            self.pending.pop(call.call_id, None)
             return self._decisions.pop(call.call_id)
         future: asyncio.Future[Decision] = asyncio.get_running_loop().create_future()
         self._waiting[call.call_id] = future
@@ -141,7 +146,9 @@ class ApprovalReview:
         resume = PendingApproval(run_id=self.stamp.run_id, turn=turn, calls=calls, messages=list(self.messages()))
         if self.gate is None:
             self.paused = resume
-        for p, call in zip(needing, calls, strict=True):
+        for call in calls:  # all at once, so they can be decided together and in any order
+            if self.gate is not None:
+                self.gate.expect(call)
             yield self.stamp(
                 ApprovalRequired,
                 turn=turn,
@@ -151,8 +158,9 @@ class ApprovalReview:
                 args_hash=args_hash(call.arguments),
                 resume=resume.model_dump(mode="json"),
             )
-            if self.gate is None:
-                continue
+        if self.gate is None:
+            return
+        for p, call in zip(needing, calls, strict=True):
             decision = await self.gate.wait(call)
             yield self.stamp(
                 ApprovalDecided,
