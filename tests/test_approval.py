@@ -7,7 +7,7 @@ import asyncio
 import json
 from typing import Any
 
-from loopwarden import Agent, ScriptedModel, call, tool
+from loopwarden import Agent, Budgets, LoopConfig, ScriptedModel, call, tool
 from loopwarden.approval import ApprovalGate, Decision, PendingApproval
 from loopwarden.events import ApprovalDecided, ApprovalRequired, Event, RunFinished, ToolResultEvent
 from loopwarden.tools import Tool
@@ -179,3 +179,24 @@ async def test_calls_of_one_turn_are_announced_together_and_decided_in_any_order
     assert sent == [{"to": "ACME", "amount": 10.0}] and gate.pending == {}
     results = [e for e in rest if isinstance(e, ToolResultEvent)]
     assert [(r.ok, r.error_type) for r in results] == [(True, None), (False, "denied")]
+
+
+def test_time_waiting_for_a_person_is_not_charged_to_the_time_budget() -> None:
+    send_payment, balance, sent = payments()
+    gate = ApprovalGate()
+    model = ScriptedModel([pay(), "Paid."])
+    config = LoopConfig(budgets=Budgets(max_seconds=0.5))
+
+    async def slow_reviewer() -> list[Event]:
+        events = []
+        async for event in Agent(model, [send_payment, balance], approvals=gate, config=config).stream("pay"):
+            events.append(event)
+            if isinstance(event, ApprovalRequired):
+                await asyncio.sleep(0.8)  # longer than the whole run's budget
+                gate.approve(event.call_id)
+        return events
+
+    events = asyncio.run(slow_reviewer())
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.status == "completed" and finished.output == "Paid."
+    assert sent == [{"to": "ACME", "amount": 250.0}]

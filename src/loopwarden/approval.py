@@ -16,6 +16,7 @@ detectors and totals afresh; the conversation, and so the model's view, is uncha
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -137,6 +138,8 @@ class ApprovalReview:
     messages: Callable[[], Sequence[Message]]
     paused: PendingApproval | None = None
     """Set when calls need approval and there is no gate: the run must end paused."""
+    waited: float = 0.0
+    """Seconds spent waiting for people; not the agent's time, so not charged to the time budget."""
 
     async def review(self, proposals: Sequence[Proposal], turn: int) -> AsyncIterator[Event]:
         needing = [p for p in proposals if p.runnable and p.tool is not None and p.tool.requires_approval]
@@ -146,6 +149,7 @@ class ApprovalReview:
         resume = PendingApproval(run_id=self.stamp.run_id, turn=turn, calls=calls, messages=list(self.messages()))
         if self.gate is None:
             self.paused = resume
+        began = time.monotonic()  # from the announcement: people may decide before pulling the next event
         for call in calls:  # all at once, so they can be decided together and in any order
             if self.gate is not None:
                 self.gate.expect(call)
@@ -173,3 +177,4 @@ class ApprovalReview:
             )
             if not decision.approve:
                 p.result = denial_result(call.tool, decision)
+        self.waited += time.monotonic() - began

@@ -254,6 +254,8 @@ class _Run:
         self._observe("on_calls", [p.record for p in proposals])
         async for event in self.approvals.review(proposals, self.turn):
             yield event
+        self.started += self.approvals.waited  # a person's time is not the run's time budget
+        self.approvals.waited = 0.0
         if self.approvals.paused is not None:  # no one to ask in process: hand the run over
             yield self._phase_event("approval_required", "paused", "a call needs approval")
             yield self._finished("paused", "approval_required", self.approvals.paused.model_dump(mode="json"))
