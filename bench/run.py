@@ -1,0 +1,62 @@
+"""Run both benchmarks and print their tables; with --readme, write them into README.md between
+the `<!-- bench:... -->` markers (so the README shows exactly what this command produced).
+
+    pip install -e '.[bench]'
+    python bench/run.py --readme
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import re
+import sys
+import warnings
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import collapse_waste
+import overhead
+from frameworks import RUNNERS
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+PACKAGES = ("loopwarden", "langgraph", "openai-agents", "pydantic-ai-slim", "smolagents")
+
+
+def versions() -> str:
+    found = []
+    for name in PACKAGES:
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return f"Python {platform.python_version()}; " + ", ".join(found)
+
+
+def replace_block(text: str, name: str, body: str) -> str:
+    pattern = re.compile(rf"(<!-- bench:{name}:start -->\n).*?(<!-- bench:{name}:end -->)", re.DOTALL)
+    if not pattern.search(text):
+        raise SystemExit(f"README.md has no <!-- bench:{name}:start/end --> markers")
+    return pattern.sub(lambda m: m.group(1) + body.rstrip() + "\n" + m.group(2), text)
+
+
+def main() -> int:
+    warnings.simplefilter("ignore")
+    frameworks = list(RUNNERS)
+    waste = collapse_waste.table(asyncio.run(collapse_waste.measure(frameworks)))
+    waste_block = f"{waste}\n\n{collapse_waste.notes()}\n\n_{versions()}._\n"
+    speed = overhead.table(asyncio.run(overhead.measure(frameworks)))
+    speed_block = f"{speed}\n\n_{overhead.STEPS} steps, median of {overhead.REPEATS} runs after a warm-up run; {versions()}._\n"
+    print(waste_block)
+    print(speed_block)
+    if "--readme" in sys.argv:
+        text = README.read_text(encoding="utf-8")
+        text = replace_block(text, "collapse", waste_block)
+        text = replace_block(text, "overhead", speed_block)
+        README.write_text(text, encoding="utf-8")
+        print(f"updated {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
