@@ -222,9 +222,10 @@ async def test_a_stream_that_stops_mid_way_hits_the_timeout_then_retries(server:
 
 
 async def test_a_slow_but_live_stream_is_not_cut(server: ScriptedServer) -> None:
-    server.push(stream("slow but sure", pieces=4, chunk_delay=0.05))
-    answer = await client(server, stream=True, timeout=2.0).complete(ask())
-    assert answer.text == "slow but sure"
+    # ~9 chunks 0.1 s apart: the whole stream takes longer than the timeout, no gap does.
+    server.push(stream("slow but sure, and alive", pieces=6, chunk_delay=0.1))
+    answer = await client(server, stream=True, timeout=0.4, max_retries=0).complete(ask())
+    assert answer.text == "slow but sure, and alive"
 
 
 async def test_connection_refused_is_retried_then_reported() -> None:

@@ -101,8 +101,8 @@ class EndpointConfig(BaseModel):
     cheap_model: str
     main_model: str
     vision_model: str | None = None
-    timeout: float = Field(default=120.0, gt=0)
-    """Seconds for one HTTP attempt (connect + the whole reply, or between stream chunks)."""
+    timeout: float = Field(default=180.0, gt=0)
+    """Seconds per attempt: for the whole reply, or (streaming) the longest silence between chunks."""
     max_retries: int = Field(default=4, ge=0)
     """Retries after the first attempt for 429, 5xx, connection errors and timeouts."""
     stream: bool = False

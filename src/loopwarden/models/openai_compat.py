@@ -146,13 +146,16 @@ class OpenAICompatModel:
 
     async def _attempt(self, request: ModelRequest) -> ModelReply:
         try:
+            if self.config.stream:
+                return await self._streamed(request)
+            # A total deadline: DeepSeek keeps a slow non-streamed reply alive with blank lines,
+            # so the HTTP read timeout alone would never fire on a stuck one.
             async with asyncio.timeout(self.config.timeout):
-                if self.config.stream:
-                    return await self._streamed(request)
                 completion = await self._sdk().chat.completions.create(**self._arguments(request))
                 return parse_completion(_as_dict(completion), fallback_model=self.name)
         except TimeoutError:
-            raise _Attempt("timeout", f"no complete reply within {self.config.timeout:g}s") from None
+            what = "silence between stream chunks" if self.config.stream else "wait for the whole reply"
+            raise _Attempt("timeout", f"{what} passed {self.config.timeout:g}s") from None
         except openai.APIStatusError as error:
             raise _status_failure(error) from None
         except openai.APITimeoutError:
@@ -170,13 +173,18 @@ class OpenAICompatModel:
             raise _Attempt(kind, f"the reply stopped arriving: {type(error).__name__}") from None
 
     async def _streamed(self, request: ModelRequest) -> ModelReply:
+        """A stream may run long while it is alive: the timeout bounds the silence before the
+        first chunk and between chunks, not the whole reply."""
         assembler = StreamAssembler(fallback_model=self.name)
-        stream = await self._sdk().chat.completions.create(
-            **self._arguments(request), stream=True, stream_options={"include_usage": True}
-        )
-        async with stream:
-            async for chunk in stream:
-                assembler.add(_as_dict(chunk))
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(self.config.timeout) as silence:
+            stream = await self._sdk().chat.completions.create(
+                **self._arguments(request), stream=True, stream_options={"include_usage": True}
+            )
+            async with stream:
+                async for chunk in stream:
+                    silence.reschedule(loop.time() + self.config.timeout)
+                    assembler.add(_as_dict(chunk))
         if assembler.finish_reason is None:
             # Every server we know ends a reply with a finish_reason; without one the stream was
             # cut (a dropped connection can look like a normal end), and half a reply would pass
