@@ -57,6 +57,15 @@ def test_a_healthy_endpoint_passes_every_check(server: ScriptedServer, tmp_path:
     assert server.requests[-1]["tools"][0]["function"]["name"] == "report_number"
 
 
+def test_a_separate_main_model_is_asked_too(server: ScriptedServer, tmp_path: Path) -> None:
+    code, out = doctor(
+        tmp_path, "--base-url", server.base_url, LOOPWARDEN_CHEAP_MODEL="test-model", LOOPWARDEN_MAIN_MODEL="test-main"
+    )
+    assert code == 0, out
+    assert "✓ main chat: 'test-main' answered" in out
+    assert {r["model"] for r in server.requests} == {"test-model", "test-main"}
+
+
 def test_a_missing_model_is_named_with_what_is_offered(server: ScriptedServer, tmp_path: Path) -> None:
     server.models = ["qwen3:8b", "llama3"]
     server.respond = lambda body: error(404, "model 'nope' not found")

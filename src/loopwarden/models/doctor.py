@@ -64,9 +64,21 @@ async def diagnose(config: EndpointConfig) -> list[Check]:
         for tier in ("cheap", "main"):
             checks.append(_model_check(tier, config.model_for(tier), listed))
         checks += await _chat_checks(cheap)
+        if config.main_model != config.cheap_model:
+            checks.append(await _main_chat_check(OpenAICompatModel(quick, "main")))
     finally:
         await cheap.aclose()
     return checks
+
+
+async def _main_chat_check(model: OpenAICompatModel) -> Check:
+    try:
+        reply = await model.complete(ModelRequest(messages=[{"role": "user", "content": "Reply with the word: ready"}]))
+    except ModelError as error:
+        return Check("main chat", "fail", error.message, _model_fix("main") if error.kind == "model_not_found" else "")
+    finally:
+        await model.aclose()
+    return Check("main chat", "ok", f"{model.name!r} answered ({reply.usage.total_tokens} tokens)")
 
 
 async def _listing(model: OpenAICompatModel) -> tuple[list[str] | None, Check]:
