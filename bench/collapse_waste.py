@@ -37,10 +37,13 @@ async def measure(frameworks: list[str]) -> list[Row]:
 
 def table(rows: list[Row]) -> str:
     lines = [
-        "| scenario | framework | how it ended | model calls, onset to stop | tokens, onset to stop | tokens vs loopwarden | checklist done |",
+        "| scenario | framework | how it ended | model calls, onset to stop | tokens, onset to stop"
+        " | tokens vs loopwarden | checklist done |",
         "|---|---|---|---:|---:|---:|:---:|",
     ]
-    baseline = {r.scenario.name: r.outcome.meter.waste()[1] for r in rows if r.outcome and r.outcome.framework == "loopwarden"}
+    baseline = {
+        r.scenario.name: r.outcome.meter.waste()[1] for r in rows if r.outcome and r.outcome.framework == "loopwarden"
+    }
     for r in rows:
         if r.outcome is None:
             lines.append(f"| {r.scenario.title} | ? | could not run: {r.error} | | | | |")

@@ -18,7 +18,7 @@ from frameworks import RUNNERS
 from scenarios import Answer, Call, Decision, Scenario
 
 STEPS = 30
-REPEATS = 5
+REPEATS = 15
 
 
 def _distinct_reads(i: int, since_steer: int | None) -> Decision:
@@ -36,17 +36,11 @@ OVERHEAD = Scenario(
 )
 
 
-async def per_step_seconds(name: str) -> tuple[float, int]:
-    timings, steps = [], 0
-    runner = RUNNERS[name]
-    await runner(OVERHEAD, STEPS + 2)  # warm-up: imports, caches
-    for _ in range(REPEATS):
-        began = time.perf_counter()
-        outcome = await runner(OVERHEAD, STEPS + 2)
-        elapsed = time.perf_counter() - began
-        steps = len(outcome.world.executed)
-        timings.append(elapsed / max(steps, 1))
-    return statistics.median(timings), steps
+async def one_run(name: str) -> tuple[float, int]:
+    began = time.perf_counter()
+    outcome = await RUNNERS[name](OVERHEAD, STEPS + 2)
+    steps = len(outcome.world.executed)
+    return (time.perf_counter() - began) / max(steps, 1), steps
 
 
 def table(results: dict[str, tuple[float, int] | str]) -> str:
@@ -63,13 +57,22 @@ def table(results: dict[str, tuple[float, int] | str]) -> str:
 
 
 async def measure(frameworks: list[str]) -> dict[str, tuple[float, int] | str]:
-    results: dict[str, tuple[float, int] | str] = {}
+    """Warm every framework up once, then interleave the timed runs (a rotating order each
+    round) so drift on a shared machine falls on every framework alike."""
+    failed: dict[str, str] = {}
+    timings: dict[str, list[float]] = {name: [] for name in frameworks}
+    steps: dict[str, int] = {}
     for name in frameworks:
         try:
-            results[name] = await per_step_seconds(name)
+            await one_run(name)
         except Exception as error:
-            results[name] = f"{type(error).__name__}: {error}"[:120]
-    return results
+            failed[name] = f"{type(error).__name__}: {error}"[:120]
+    running = [n for n in frameworks if n not in failed]
+    for round_ in range(REPEATS):
+        for name in running[round_ % len(running) :] + running[: round_ % len(running)]:
+            seconds, steps[name] = await one_run(name)
+            timings[name].append(seconds)
+    return {n: failed[n] if n in failed else (statistics.median(timings[n]), steps[n]) for n in frameworks}
 
 
 def main() -> int:

@@ -46,7 +46,11 @@ def main() -> int:
     waste = collapse_waste.table(asyncio.run(collapse_waste.measure(frameworks)))
     waste_block = f"{waste}\n\n{collapse_waste.notes()}\n\n_{versions()}._\n"
     speed = overhead.table(asyncio.run(overhead.measure(frameworks)))
-    speed_block = f"{speed}\n\n_{overhead.STEPS} steps, median of {overhead.REPEATS} runs after a warm-up run; {versions()}._\n"
+    speed_block = (
+        f"{speed}\n\n_{overhead.STEPS} steps, median of {overhead.REPEATS} interleaved runs after a warm-up run,"
+        " on a shared 2-core machine (ratios move by tens of percent from run to run);"
+        f" {versions()}._\n"
+    )
     print(waste_block)
     print(speed_block)
     if "--readme" in sys.argv:
