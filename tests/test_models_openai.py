@@ -422,3 +422,12 @@ async def test_retry_notes_never_carry_the_key(server: ScriptedServer) -> None:
     assert [n.kind for n in answer.notes] == ["retry"]
     assert KEY not in answer.model_dump_json()
     assert "429" in answer.notes[0].message
+
+
+async def test_logs_never_carry_the_key(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("DEBUG")  # the SDK's own debug logging included
+    server.push(error(503, f"upstream rejected {KEY}"), error(401, f"Incorrect API key provided: {KEY}"))
+    with pytest.raises(ModelError):
+        await client(server).complete(ask())
+    assert "retry 1 of 3" in caplog.text  # the retry was logged...
+    assert KEY not in caplog.text  # ...without the key
