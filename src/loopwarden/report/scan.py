@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
 
 Kind = Literal["documents", "images", "data", "other"]
 KINDS: tuple[Kind, ...] = ("documents", "images", "data", "other")
@@ -82,16 +82,20 @@ def kind_of(ext: str) -> Kind:
 
 
 def extension(name: str) -> str:
-    stem, dot, ext = name.rpartition(".")
-    return ext.lower() if dot and stem else ""
+    dot = name.rfind(".")
+    return name[dot + 1 :].lower() if dot > 0 else ""
 
 
 def scan_folder(root: Path) -> ScanResult:
     """Scan `root` recursively; the listing is sorted, so two scans of one folder are equal."""
     real_root = Path(os.path.realpath(root))
     result = ScanResult(root=str(real_root))
-    _walk(str(real_root), "", real_root, result)
-    result.files.sort(key=lambda f: f.path)
+    rows: list[dict[str, Any]] = []
+    _walk(str(real_root), "", real_root, result, rows)
+    rows += [f.model_dump() for f in result.files]  # symlinked files added on the way
+    rows.sort(key=lambda row: str(row["path"]))
+    # One bulk validation is several times faster than 100k model constructions.
+    result.files = _FILE_LIST.validate_python(rows)
     result.skipped.sort(key=lambda s: s.path)
     result.counts = {k: 0 for k in KINDS}
     result.sizes = {k: 0 for k in KINDS}
@@ -102,29 +106,36 @@ def scan_folder(root: Path) -> ScanResult:
     return result
 
 
-def _walk(directory: str, prefix: str, real_root: Path, result: ScanResult) -> None:
+def _walk(directory: str, prefix: str, real_root: Path, result: ScanResult, rows: list[dict[str, Any]]) -> None:
     # An explicit stack, not recursion: deep trees must not hit Python's recursion limit.
+    # The per-entry work is kept minimal (d_type from scandir, one lstat per file): this loop is
+    # what the 100k-file benchmark measures against `find`.
     stack = [(directory, prefix)]
+    skipped = result.skipped
     while stack:
         current, rel = stack.pop()
         try:
             entries = list(os.scandir(current))
         except OSError as error:
-            result.skipped.append(SkippedEntry(path=rel or ".", reason=f"unreadable folder: {error.strerror}"))
+            skipped.append(SkippedEntry(path=rel or ".", reason=f"unreadable folder: {error.strerror}"))
             continue
         for entry in entries:
-            rel_path = f"{rel}{entry.name}"
-            if entry.name.startswith(".") or entry.name in SKIPPED_DIRS:
-                result.skipped.append(SkippedEntry(path=rel_path, reason="hidden or VCS"))
-                continue
-            if entry.is_symlink():
-                _add_link(entry, rel_path, real_root, result)
-            elif entry.is_dir(follow_symlinks=False):
-                stack.append((entry.path, rel_path + "/"))
+            name = entry.name
+            if name[0] == "." or name in SKIPPED_DIRS:
+                skipped.append(SkippedEntry(path=rel + name, reason="hidden or VCS"))
             elif entry.is_file(follow_symlinks=False):
-                _add_file(rel_path, entry.name, entry.stat(follow_symlinks=False).st_size, result)
+                ext = extension(name)
+                size = entry.stat(follow_symlinks=False).st_size
+                rows.append({"path": rel + name, "size": size, "kind": kind_of(ext), "ext": ext})
+            elif entry.is_dir(follow_symlinks=False):
+                stack.append((entry.path, rel + name + "/"))
+            elif entry.is_symlink():
+                _add_link(entry, rel + name, real_root, result)
             else:
-                result.skipped.append(SkippedEntry(path=rel_path, reason="not a regular file (FIFO, socket or device)"))
+                skipped.append(SkippedEntry(path=rel + name, reason="not a regular file (FIFO, socket or device)"))
+
+
+_FILE_LIST = TypeAdapter(list[FileEntry])
 
 
 def _add_file(rel_path: str, name: str, size: int, result: ScanResult) -> None:
