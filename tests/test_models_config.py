@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from loopwarden.guard.budget import Price
 from loopwarden.models.config import ConfigError, EndpointConfig, default_prices, load_endpoint_config
@@ -139,3 +142,25 @@ def test_default_prices_cover_the_deepseek_models_and_cost_cached_tokens_less() 
     fresh = prices["deepseek-flash"].cost(Usage(prompt_tokens=1_000_000, completion_tokens=0))
     cached = prices["deepseek-flash"].cost(Usage(prompt_tokens=1_000_000, completion_tokens=0, cached_tokens=1_000_000))
     assert cached < fresh
+
+
+def test_extra_body_from_the_environment_is_json() -> None:
+    env = {"LOOPWARDEN_BASE_URL": "http://x/v1", "LOOPWARDEN_MODEL": "m"}
+    config = load_endpoint_config(env=env | {"LOOPWARDEN_EXTRA_BODY": '{"thinking": {"type": "disabled"}}'})
+    assert config is not None and config.extra_body == {"thinking": {"type": "disabled"}}
+    with pytest.raises(ConfigError, match="LOOPWARDEN_EXTRA_BODY"):
+        load_endpoint_config(env=env | {"LOOPWARDEN_EXTRA_BODY": "[1]"})
+
+
+@given(st.booleans(), st.booleans(), st.booleans())
+def test_the_highest_source_that_sets_a_value_wins(in_file: bool, in_env: bool, as_flag: bool) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        file = Path(folder) / "c.toml"
+        file.write_text('model = "m"\n' + ('base_url = "http://file/v1"\n' if in_file else ""))
+        env = {"LOOPWARDEN_BASE_URL": "http://env/v1"} if in_env else {}
+        flags: dict[str, Any] = {"base_url": "http://flag/v1"} if as_flag else {}
+        config = load_endpoint_config(config_file=file, env=env, **flags)
+    expected = "http://flag/v1" if as_flag else "http://env/v1" if in_env else "http://file/v1" if in_file else None
+    assert (config.base_url if config else None) == expected

@@ -8,6 +8,7 @@ The API key is a `SecretStr` and never leaves this object except to authenticate
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -87,6 +88,7 @@ CONFIG_FIELDS = (
     "timeout",
     "max_retries",
     "stream",
+    "extra_body",
 )
 
 
@@ -162,8 +164,18 @@ def from_environment(env: Mapping[str, str]) -> dict[str, Any]:
     for name in CONFIG_FIELDS:
         value = env.get(f"LOOPWARDEN_{name.upper()}")
         if value:
-            values[name] = value
+            values[name] = _json_object(name, value) if name == "extra_body" else value
     return values
+
+
+def _json_object(name: str, text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"LOOPWARDEN_{name.upper()} is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"LOOPWARDEN_{name.upper()} must be a JSON object")
+    return value
 
 
 def load_endpoint_config(
