@@ -290,7 +290,7 @@ async def test_cases_run_concurrently_up_to_the_limit(monkeypatch: pytest.Monkey
     in_flight, peak = 0, 0
     all_started = asyncio.Event()
 
-    async def tracked(case: Case, disabled: Any = ()) -> CaseResult:
+    async def tracked(case: Case, disabled: Any = (), **_: Any) -> CaseResult:
         nonlocal in_flight, peak
         in_flight += 1
         peak = max(peak, in_flight)
@@ -356,3 +356,22 @@ def test_the_diff_lists_regressions_first_then_fixes_new_and_not_run() -> None:
     ]
     assert diffs[0].reasons == ["now broken"] and diffs[1].reasons == ["old"]
     assert [d.name for d in regressions(diffs)] == ["breaks"]
+
+
+def test_traces_option_keeps_each_case_run_as_jsonl(tmp_path: Path) -> None:
+    from loopwarden.events import RunFinished
+    from loopwarden.trace.jsonl import read_jsonl
+
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    write_case(cases, "loops", model={"repeat_forever": {"call": "read_file", "args": {"path": "a.txt"}}})
+    write_case(cases, "answers", model={"script": [{"text": "done"}]})
+    traces = tmp_path / "traces"
+    result = CliRunner().invoke(build_app(), ["eval", str(cases), "--traces", str(traces), "--json"])
+    report = json.loads(result.stdout)
+    assert sorted(p.name for p in traces.iterdir()) == ["answers.jsonl", "loops.jsonl"]
+    for case in report["cases"]:
+        events = read_jsonl(traces / f"{case['name']}.jsonl")
+        assert isinstance(events[-1], RunFinished)
+        assert events[-1].stop_reason == case["stop_reason"]
+        assert events[-1].totals.model_calls == case["model_calls"]

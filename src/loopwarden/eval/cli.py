@@ -79,6 +79,9 @@ def register(app: typer.Typer) -> None:
             list[str] | None, typer.Option(help="Switch a detector off (repeatable), e.g. to see what it catches.")
         ] = None,
         concurrency: Annotated[int, typer.Option(min=1, help="Cases run at once.")] = 8,
+        traces: Annotated[
+            Path | None, typer.Option(help="Write each case's events here as <case>.jsonl (to see why it failed).")
+        ] = None,
     ) -> None:
         """Run eval cases: per case pass/fail with the reason, per intent the loop metrics."""
         console = Console(stderr=as_json, width=200)
@@ -88,7 +91,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_USAGE)
         try:
             old = load_report(baseline) if baseline else None
-            report = asyncio.run(run_suite(paths, disabled=disable or [], concurrency=concurrency))
+            report = asyncio.run(run_suite(paths, disabled=disable or [], concurrency=concurrency, trace_dir=traces))
         except (ValueError, OSError) as error:
             console.print(f"[red]{error}[/]")
             raise typer.Exit(EXIT_USAGE) from None

@@ -18,6 +18,7 @@ from ..executor import RetryPolicy
 from ..guard.budget import Budgets
 from ..guard.ladder import Ladder
 from ..loop import Agent
+from ..trace.jsonl import write_jsonl
 from .behaviour import build_model
 from .case import Case, ConfigSpec
 from .case_tools import build_checklist, build_tool
@@ -95,8 +96,9 @@ def build_agent(case: Case, disabled: Sequence[str] = ()) -> Agent:
     )
 
 
-async def run_case(case: Case, disabled: Sequence[str] = ()) -> CaseResult:
-    """Run one case; a case that crashes the runtime fails with the traceback as its reason."""
+async def run_case(case: Case, disabled: Sequence[str] = (), *, trace_dir: Path | None = None) -> CaseResult:
+    """Run one case; a case that crashes the runtime fails with the traceback as its reason.
+    With `trace_dir`, the run's events are written there as `<case name>.jsonl`."""
     try:
         agent = build_agent(case, disabled)
         run = await agent.run(case.input)
@@ -105,6 +107,8 @@ async def run_case(case: Case, disabled: Sequence[str] = ()) -> CaseResult:
         return CaseResult(
             name=case.name, intent=case.intent, path=_path(case), passed=False, reasons=[f"crashed: {where}"]
         )
+    if trace_dir is not None:
+        await asyncio.to_thread(write_jsonl, run.events, trace_dir / f"{case.name}.jsonl")
     checklist = run.state.checklist.snapshot() if run.state.checklist else None
     result = summarise(case, run.events, checklist)
     result.reasons = check_expectations(case, result, run.events)
@@ -147,13 +151,15 @@ def summarise(case: Case, events: list[Event], checklist: dict[str, bool] | None
     )
 
 
-async def run_cases(cases: Sequence[Case], *, disabled: Sequence[str] = (), concurrency: int = 8) -> list[CaseResult]:
+async def run_cases(
+    cases: Sequence[Case], *, disabled: Sequence[str] = (), concurrency: int = 8, trace_dir: Path | None = None
+) -> list[CaseResult]:
     """Run cases concurrently (at most `concurrency` at a time); results in case order."""
     gate = asyncio.Semaphore(max(concurrency, 1))
 
     async def one(case: Case) -> CaseResult:
         async with gate:
-            return await run_case(case, disabled)
+            return await run_case(case, disabled, trace_dir=trace_dir)
 
     return list(await asyncio.gather(*(one(c) for c in cases)))
 

@@ -48,10 +48,12 @@ def load_cases(paths: Sequence[Path]) -> tuple[list[Case], list[CaseResult]]:
     return cases, broken
 
 
-async def run_suite(paths: Sequence[Path], *, disabled: Sequence[str] = (), concurrency: int = 8) -> EvalReport:
+async def run_suite(
+    paths: Sequence[Path], *, disabled: Sequence[str] = (), concurrency: int = 8, trace_dir: Path | None = None
+) -> EvalReport:
     resolve_detectors(disabled)  # unknown names fail here, once, not in every case
     cases, broken = load_cases(paths)
-    results = await run_cases(cases, disabled=disabled, concurrency=concurrency) + broken
+    results = await run_cases(cases, disabled=disabled, concurrency=concurrency, trace_dir=trace_dir) + broken
     return EvalReport(disabled=list(disabled), cases=results, intents=metrics_by_intent(results))
 
 
