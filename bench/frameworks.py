@@ -80,12 +80,16 @@ async def run_loopwarden(scenario: Scenario, limit: int | None = None) -> Outcom
         users = sum(1 for m in request.messages if m.get("role") == "user")
         asked_to_answer = not request.tools and request.messages[-1].get("role") == "user"
         # With tools merely narrowed away, a collapsed model goes on calling them (the strict case).
-        decision = meter.decide(prompt_chars=chars(request.messages), tools_offered=not asked_to_answer, steered=users > 1)
+        decision = meter.decide(
+            prompt_chars=chars(request.messages), tools_offered=not asked_to_answer, steered=users > 1
+        )
         if isinstance(decision, Answer):
             return decision.text
         return ToolCall(id=f"c{meter.calls}", name=decision.tool, arguments=json.dumps(decision.args))
 
-    config = LoopConfig() if limit is None else LoopConfig(budgets=Budgets(max_tool_rounds=limit, max_model_calls=limit))
+    config = (
+        LoopConfig() if limit is None else LoopConfig(budgets=Budgets(max_tool_rounds=limit, max_model_calls=limit))
+    )
     tools = [tool(f) for f in _tool_functions(world, scenario.tools)]
     run = await Agent(FunctionModel(model, name="scripted"), tools, config=config).run(scenario.prompt)
     return Outcome("loopwarden", meter, world, run.stop_reason)
@@ -117,8 +121,12 @@ async def run_langgraph(scenario: Scenario, limit: int | None = None) -> Outcome
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
             return self
 
-        def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
-            payload = [{"role": m.type, "content": m.content, "tool_calls": getattr(m, "tool_calls", None)} for m in messages]
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            payload = [
+                {"role": m.type, "content": m.content, "tool_calls": getattr(m, "tool_calls", None)} for m in messages
+            ]
             decision = meter.decide(prompt_chars=chars(payload), tools_offered=True)
             if isinstance(decision, Answer):
                 message = AIMessage(content=decision.text)
@@ -165,7 +173,9 @@ async def run_openai_agents(scenario: Scenario, limit: int | None = None) -> Out
     class ScriptedModel(Model):
         """The SDK's Model interface, as its own tests' FakeModel implements it."""
 
-        async def get_response(self, system_instructions: Any, input: Any, model_settings: Any, tools: Any, *a: Any, **kw: Any) -> ModelResponse:
+        async def get_response(
+            self, system_instructions: Any, input: Any, model_settings: Any, tools: Any, *a: Any, **kw: Any
+        ) -> ModelResponse:
             payload = [system_instructions, input]
             decision = meter.decide(prompt_chars=chars(payload), tools_offered=bool(tools))
             if isinstance(decision, Answer):
@@ -177,7 +187,11 @@ async def run_openai_agents(scenario: Scenario, limit: int | None = None) -> Out
                 call_id = f"c{meter.calls}"
                 output = [
                     ResponseFunctionToolCall(
-                        id=call_id, call_id=call_id, name=decision.tool, arguments=json.dumps(decision.args), type="function_call"
+                        id=call_id,
+                        call_id=call_id,
+                        name=decision.tool,
+                        arguments=json.dumps(decision.args),
+                        type="function_call",
                     )
                 ]
             return ModelResponse(output=output, usage=Usage(), response_id=None)
@@ -247,7 +261,14 @@ def _run_smolagents_sync(scenario: Scenario, limit: int | None) -> Outcome:
     class ScriptedModel(Model):
         """smolagents' Model base class with `generate` overridden, as its tests do."""
 
-        def generate(self, messages: list[ChatMessage], stop_sequences: Any = None, response_format: Any = None, tools_to_call_from: Any = None, **kw: Any) -> ChatMessage:
+        def generate(
+            self,
+            messages: list[ChatMessage],
+            stop_sequences: Any = None,
+            response_format: Any = None,
+            tools_to_call_from: Any = None,
+            **kw: Any,
+        ) -> ChatMessage:
             payload = [{"role": str(m.role), "content": m.content} for m in messages]
             decision = meter.decide(prompt_chars=chars(payload), tools_offered=bool(tools_to_call_from))
             if isinstance(decision, Answer):
@@ -257,7 +278,9 @@ def _run_smolagents_sync(scenario: Scenario, limit: int | None) -> Outcome:
             else:
                 name, args = decision.tool, decision.args
             call = ChatMessageToolCall(
-                id=f"c{meter.calls}-{uuid.uuid4().hex[:6]}", type="function", function=ChatMessageToolCallFunction(name=name, arguments=args)
+                id=f"c{meter.calls}-{uuid.uuid4().hex[:6]}",
+                type="function",
+                function=ChatMessageToolCallFunction(name=name, arguments=args),
             )
             return ChatMessage(role=MessageRole.ASSISTANT, content="", tool_calls=[call])
 
