@@ -2,10 +2,11 @@
 
 The call sequence is the run's fingerprints in order. After each turn the detector looks for
 the period p (2..max_period) whose repetition explains the longest tail of the sequence; when
-that tail holds at least `min_repeats` full periods, the run is cycling. Each further full
-period escalates one rung (steer, narrow, stop). A cycle that is interrupted by other work and
-then re-established within the window is the same cycle: it resumes one rung higher instead of
-starting over. Period 1 (the same call again) is the repeated-call ladder's job, not this one's.
+that tail holds at least `min_repeats` full periods, the run is cycling. Every further
+`escalate_after` calls (3; a full period if shorter) that go on with it climb one rung (steer,
+narrow, stop). A cycle that is interrupted by other work and then re-established within the
+window is the same cycle: it resumes one rung higher instead of starting over. Period 1 (the
+same call again) is the repeated-call ladder's job, not this one's.
 """
 
 from __future__ import annotations
@@ -78,12 +79,20 @@ class CycleDetector(Detector):
     stop_reason = "cycle"
 
     def __init__(
-        self, *, max_period: int = 8, min_repeats: int = 2, window: int | None = None, ladder: Ladder | None = None
+        self,
+        *,
+        max_period: int = 8,
+        min_repeats: int = 2,
+        escalate_after: int = 3,
+        window: int | None = None,
+        ladder: Ladder | None = None,
     ) -> None:
         if max_period < 2 or min_repeats < 2:
             raise ValueError("a cycle needs a period of at least 2 and at least 2 repeats")
         self.max_period = max_period
         self.min_repeats = min_repeats
+        self.escalate_after = escalate_after
+        """Calls that must continue a cycle before the next rung (a full period if shorter)."""
         self.window = window if window is not None else 4 * max_period
         self.ladder = ladder or Ladder(nudge_at=1, narrow_at=2, stop_at=3)
         self._sequence: list[str] = []  # the most recent calls only
@@ -91,7 +100,8 @@ class CycleDetector(Detector):
         self._tools: dict[str, str] = {}
         self._level: dict[tuple[str, ...], int] = {}
         self._last_seen: dict[tuple[str, ...], int] = {}
-        self._current: tuple[tuple[str, ...], int] | None = None  # (key, repeats already answered)
+        self._current: tuple[tuple[str, ...], int] | None = None  # (key, position of its last rung)
+        self._resumed = False
 
     def on_calls(self, turn: int, records: list[CallRecord], state: RunState) -> Finding | None:
         for record in records:
@@ -110,18 +120,20 @@ class CycleDetector(Detector):
 
     def _escalate(self, cycle: Cycle, turn: int) -> Finding | None:
         key, position = cycle.key, self._position
+        last_seen, self._last_seen[key] = self._last_seen.get(key), position
         if self._current is not None and self._current[0] == key:
-            if cycle.repeats <= self._current[1]:
-                return None  # mid-period: nothing new since the last rung
-        elif position - self._last_seen.get(key, -(10**9)) > self.window + cycle.span:
-            self._level.pop(key, None)  # seen too long ago to be the same cycle resuming
-        self._current = (key, cycle.repeats)
-        self._last_seen[key] = position
+            if position - self._current[1] < min(cycle.period, self.escalate_after):
+                return None  # the model has not had the calls to act on the last rung yet
+        else:
+            if last_seen is None or position - last_seen > self.window + cycle.span:
+                self._level.pop(key, None)  # new, or seen too long ago to be the same cycle resuming
+            self._resumed = key in self._level
+        self._current = (key, position)
         level = self._level.get(key, 0) + 1
         self._level[key] = level
         rung = self.ladder.rung(level)
         tools = frozenset(self._tools[fp] for fp in cycle.pattern)
-        resumed = " (resumed after other work)" if level > cycle.repeats - self.min_repeats + 1 else ""
+        resumed = " (resumed after other work)" if self._resumed else ""
         return Finding(
             detector=self.name,
             rung=rung,
