@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from loopwarden.models.config import EndpointConfig
+import pytest
+
+from loopwarden.models.config import DEFAULT_PRICES, EndpointConfig
 from loopwarden.report.events import DraftRejected, ReflectionVerdict
 from loopwarden.report.offline import OfflineExplorer
 from loopwarden.report.pipeline import ReportConfig, ReportModels, run_report
@@ -38,7 +40,11 @@ async def test_report_writer_over_http(tmp_path: Path) -> None:
 
     with ScriptedServer(respond=respond) as server:
         endpoint = EndpointConfig(
-            base_url=server.base_url, cheap_model="small-1", main_model="big-1", max_retries=2, retry_base_delay=0
+            base_url=server.base_url,
+            cheap_model="small-1",
+            main_model="deepseek-v4-pro",
+            max_retries=2,
+            retry_base_delay=0,
         )
         config = ReportConfig(data_dir=tmp_path / "data", out_dir=tmp_path / "out", endpoint=endpoint)
         models = ReportModels(explorer=OfflineExplorer())
@@ -47,8 +53,8 @@ async def test_report_writer_over_http(tmp_path: Path) -> None:
 
     done = finished(events)
     assert done.status == "completed", done.message
-    assert "drafted by big-1" in done.message
-    writer_bodies = [b for b in bodies if b["model"] == "big-1"]
+    assert "drafted by deepseek-v4-pro" in done.message
+    writer_bodies = [b for b in bodies if b["model"] == "deepseek-v4-pro"]
     assert len(writer_bodies) == 4, "429 + DSML draft + valid draft + one review"
     assert all(not b.get("tools") for b in writer_bodies), "drafting and review offer no tools"
     rejected = [e for e in events if isinstance(e, DraftRejected)]
@@ -60,3 +66,6 @@ async def test_report_writer_over_http(tmp_path: Path) -> None:
     assert "\\bibliography{references}" in tex and "smith2024" in (tmp_path / "out" / "references.bib").read_text()
     assert done.totals.prompt_tokens >= 2 * 1000 + 300 and done.totals.completion_tokens >= 2 * 200 + 40
     assert "soil_temp_c" in (tmp_path / "out" / "report.md").read_text()
+    price = DEFAULT_PRICES["deepseek-v4-pro"]
+    expected_cost = (2300 * price.input + 440 * price.output) / 1e6  # two drafts and one review, at list price
+    assert done.totals.cost == pytest.approx(expected_cost)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import Event, EventStamper, ModelCalled, ModelFailed, Totals
+from ..guard.budget import Price
 from ..models.base import Message, Model, ModelError, ModelRequest
 from ..models.markup import has_markup
 from ..verify import Verifier, first_failure
@@ -86,6 +87,8 @@ class Session:
     workdir: Path
     compile_timeout: float = 120.0
     turn: int = 0
+    prices: dict[str, Price] = field(default_factory=dict)
+    """Known prices by model name, for the run's cost total."""
 
     async def ask(self, messages: list[Message]) -> tuple[str | None, list[Event]]:
         """(text or None on a model error, events)."""
@@ -100,6 +103,8 @@ class Session:
             return None, [failed]
         self.totals.model_calls += 1
         self.totals.add_usage(reply.usage)
+        price = self.prices.get(reply.model or self.model.name) or self.prices.get(self.model.name)
+        self.totals.cost += price.cost(reply.usage) if price else 0.0
         called = self.stamp(
             ModelCalled,
             turn=self.turn,

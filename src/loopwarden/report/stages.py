@@ -272,6 +272,10 @@ def _new_writing(ctx: Context) -> Writing:
     session = Session(
         writer or _NoModel(), ctx.stamp, Totals(), ctx.tools, ctx.config.out_dir, ctx.config.compile_timeout
     )
+    if ctx.config.endpoint is not None:
+        from ..models.config import default_prices
+
+        session.prices = default_prices(ctx.config.endpoint)
     return Writing(inp=inp, session=session, offline=writer is None, strict=ctx.config.strict)
 
 
