@@ -122,3 +122,25 @@ async def test_calls_carry_the_hash_of_their_arguments() -> None:
     calls = [e for e in run.events if isinstance(e, ToolCallProposed)]
     same = {e.args_hash for e in calls if e.arguments == {"path": "a.txt"}}
     assert len(same) == 1 and len({e.args_hash for e in calls}) == 2
+
+
+async def test_trace_command_shows_a_file_or_a_stored_run_and_exports(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from loopwarden.cli import build_app
+
+    store = RunStore(tmp_path / "runs.db")
+    seen = [e async for e in TraceRecorder(store).record(collapsing_agent().stream("x", run_id="r1"))]
+    app, cli = build_app(), CliRunner()
+    out = tmp_path / "r1.jsonl"
+    exported = cli.invoke(app, ["trace", "export", "r1", "--db", str(tmp_path / "runs.db"), "-o", str(out)])
+    assert exported.exit_code == 0 and len(read_jsonl(out)) == len(seen)
+    for args in (["trace", "show", str(out)], ["trace", "show", "r1", "--db", str(tmp_path / "runs.db")]):
+        shown = cli.invoke(app, args)
+        assert shown.exit_code == 0, shown.output
+        assert "stop reason: repeated_call" in shown.output
+        assert "read_a=done" in shown.output and "read_b=open" in shown.output
+        assert "repeated_call:stopped" in shown.output
+    missing = cli.invoke(app, ["trace", "export", "nope", "--db", str(tmp_path / "runs.db"), "-o", str(tmp_path / "n")])
+    assert missing.exit_code == 2 and not (tmp_path / "n").exists()
+    assert cli.invoke(app, ["trace", "show", str(tmp_path / "absent.jsonl")]).exit_code == 2

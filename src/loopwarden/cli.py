@@ -13,6 +13,7 @@ COMMAND_MODULES = (
     "loopwarden.report.cli",  # report
     "loopwarden.server.cli",  # serve
     "loopwarden.eval.cli",  # eval
+    "loopwarden.trace.cli",  # trace
 )
 
 
