@@ -185,6 +185,8 @@ def summary(finished: ReportFinished, out_dir: Path) -> Table:
     table.add_row("tool executions", str(t.tool_executions))
     table.add_row("tokens", f"{t.total_tokens} ({t.prompt_tokens} in, {t.completion_tokens} out)")
     table.add_row("duplicates avoided", str(t.duplicates_avoided))
+    if t.cost:
+        table.add_row("cost (list price)", f"{t.cost:.4f}")
     if finished.coverage:
         read = finished.coverage.get("read", 0) + finished.coverage.get("partial", 0)
         parts = ", ".join(f"{n} {status}" for status, n in sorted(finished.coverage.items()))

@@ -307,3 +307,6 @@ async def _compile(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]
     async for event in compile_report(ctx.writing, timeout=ctx.config.compile_timeout):
         yield event
     detail.update(pdf=ctx.writing.pdf_ok, passes=ctx.writing.compile_message)
+    log = ctx.config.out_dir / ".build" / "report.log"
+    if not ctx.writing.pdf_ok and log.is_file():
+        detail["log"] = ".build/report.log"  # kept after a failure, for the user to read
