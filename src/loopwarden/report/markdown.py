@@ -134,7 +134,7 @@ def latex_to_markdown(tex: str, sources: list[Source] | None = None) -> str:
     for name, mark in (("textbf", "**"), ("emph", "*"), ("textit", "*"), ("texttt", "`")):
         text = replace_command(text, name, lambda s, mark=mark: f"{mark}{s}{mark}")  # type: ignore[misc]
     text = re.sub(
-        r"~?\\cite[a-z]*\*?(?:\[[^\]]*\]){0,2}\{([^}]*)\}",
+        r"[ ~]*\\cite[a-z]*\*?(?:\[[^\]]*\]){0,2}\{([^}]*)\}",
         lambda m: " [" + ", ".join(k.strip() for k in m.group(1).split(",")) + "]",
         text,
     )
