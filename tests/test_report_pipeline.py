@@ -235,3 +235,17 @@ async def test_the_first_milestone_tells_the_whole_plan_and_the_deliverable(tmp_
         "scan", "explore", "figures", "gap check", "draft", "reflect 1/3", "reflect 2/3", "reflect 3/3", "bibliography"
     ]  # fmt: skip
     assert first.detail["deliverable"] == "report.tex (xelatex not found: no PDF)"
+
+
+async def test_cjk_names_in_an_english_report_load_a_cjk_font(tmp_path: Path, monkeypatch) -> None:
+    from loopwarden.report import stages
+    from reportkit import make_record
+
+    monkeypatch.setattr(stages, "find_cjk_font", lambda: "Noto Serif CJK SC")
+    record = make_record(findings=["样品 A1 最热"])
+    events = await collect(tmp_path, template="brief", record=record)
+    assert finished(events).status == "completed"
+    assert "\\setCJKmainfont{Noto Serif CJK SC}" in (tmp_path / "out" / "report.tex").read_text()
+    plain = await collect(tmp_path / "second", template="brief")
+    assert finished(plain).status == "completed"
+    assert "xeCJK" not in (tmp_path / "second" / "out" / "report.tex").read_text()

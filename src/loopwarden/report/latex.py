@@ -57,6 +57,13 @@ def body_of(tex: str) -> str:
     return tex[start + len(r"\begin{document}") : end if end != -1 else len(tex)]
 
 
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK_RE.search(text) is not None
+
+
 CJK_FONT_PREFERENCE = (
     "Noto Serif CJK SC",
     "Noto Sans CJK SC",

@@ -96,7 +96,7 @@ def document(inp: WriterInput, sections: list[dict[str, str]], *, offline: bool)
         "abstract": escape(record.goal) if record.goal else "",
         "notice": escape(t("notice", inp.lang)) if offline else "",
         "sections": sections,
-        "cjk_font": inp.cjk_font if inp.lang == "zh" else None,
+        "cjk_font": inp.cjk_font,
         "bibliography": bool(inp.sources) and offline,
         "lang": inp.lang,
     }

@@ -17,7 +17,7 @@ from .config import ReportConfig
 from .draft import Session
 from .events import ExplorationDone, FigureMade, GapFound, ReportStatus, ScanDone
 from .gap import Gap, find_gaps, has_material
-from .latex import find_cjk_font
+from .latex import find_cjk_font, has_cjk
 from .markdown import latex_to_markdown
 from .offline_writer import WriterInput
 from .plan import Stage, Toolchain
@@ -250,7 +250,9 @@ def _new_writing(ctx: Context) -> Writing:
     if ctx.record is None:  # explore was skipped because a record was given: still needs a scan
         raise RuntimeError("no exploration record")
     ctx.sources = collect_sources(ctx.config.data_dir, ctx.scan, reference_report=ctx.record.reference_report)
-    cjk_font = find_cjk_font() if ctx.config.lang == "zh" else None
+    # Chinese (or Japanese, Korean) names in the data need a CJK font even in an English report.
+    needs_cjk = ctx.config.lang == "zh" or has_cjk(ctx.record.model_dump_json()) or has_cjk(ctx.scan.model_dump_json())
+    cjk_font = find_cjk_font() if needs_cjk else None
     if ctx.config.lang == "zh" and cjk_font is None:
         ctx.notes.append("no CJK font installed: Chinese text may not render (install fonts-noto-cjk)")
         ctx.stop_reasons.append("no_cjk_font")
