@@ -13,7 +13,7 @@ from loopwarden import Agent, Budgets, FunctionModel, Ladder, LoopConfig, ModelR
 from loopwarden.events import GuardVerdict
 from loopwarden.guard import CycleDetector, fingerprint
 from loopwarden.guard.cycles import tail_cycle
-from loopwarden.loop import RunResult
+from loopwarden.agent import RunResult
 from loopwarden.models import ToolCall
 
 NOTES = {name: f"contents of {name}" for name in "abcdefgh"}

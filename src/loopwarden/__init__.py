@@ -5,7 +5,7 @@ from .config import LoopConfig
 from .events import Event, RunFinished, Totals, parse_event
 from .executor import Executor, RetryPolicy
 from .guard import Budgets, Ladder, Price
-from .loop import Agent, RunResult
+from .agent import Agent, RunResult
 from .models import FunctionModel, ModelReply, ModelRequest, ScriptedModel, ToolCall, Usage, call
 from .permissions import Principal
 from .router import ClassifierRouter, Fallback, Intent, RuleRouter, model_classifier

@@ -1,156 +1,64 @@
 """The loop: the model proposes, the guard decides, the executor runs, the state updates, the
 verifier decides, and every step is yielded as an event.
 
-    async for event in Agent(model, tools).stream("question"):
+    async for event in Agent(model, tools).stream("question"):   # agent.py
         ...
+
+Read in order: events() → _tool_phase() → _run_calls() (guard, execute, state) → _after_calls()
+(terminal tool, checklist, findings). How a phase ends and the model call live in ending.py.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
 
-from .approval import ApprovalGate, ApprovalReview, Decision, PendingApproval
-from .config import CHECKLIST_DONE_REQUEST, CHECKLIST_OPEN_REMINDER, WRAP_UP_REQUEST, LoopConfig
+from .approval import ApprovalReview
+from .config import CHECKLIST_DONE_REQUEST, CHECKLIST_OPEN_REMINDER
+from .ending import (
+    Stop,
+    after_stop,
+    call_model,
+    check_budgets,
+    final_answer,
+    finding_event,
+    finish_with_answer,
+    finished,
+    model_event,
+    phase_event,
+    verdict_event,
+)
 from .events import (
     Event,
     EventStamper,
-    GuardVerdict,
     IntentRouted,
-    ModelCalled,
-    ModelFailed,
     NudgeInjected,
-    PhaseEnded,
-    RunFinished,
     RunStarted,
-    Status,
     ToolCallProposed,
     ToolResultEvent,
     ToolsDiscovered,
     Totals,
 )
 from .executor import Executor
-from .guard import DetectorFactory, build_detectors
-from .guard.budget import HARD_BUDGET_REASONS
+from .guard import build_detectors
 from .guard.fingerprint import args_hash
 from .guard.ladder import Finding, Rung
 from .guard.repeat import RepeatGuard
-from .models.base import Message, Model, ModelError, ModelReply, ModelRequest, ToolChoice
-from .permissions import Principal
+from .models.base import Message, ModelReply, ToolChoice
 from .proposals import Proposal, ProposalChecker
-from .router import Router
 from .scope import Scope, request_text
 from .slots import RunClock
-from .state import Checklist, ChecklistItem, RunState
-from .tools import ToolLike, ToolRegistry
-from .toolsearch import ToolSearch
-from .verify import Verifier, first_failure, reinforcement
+from .state import Checklist, RunState
+
+if TYPE_CHECKING:
+    from .agent import Agent
 
 
-@dataclass
-class RunResult:
-    run_id: str
-    status: Status
-    stop_reason: str
-    output: Any
-    totals: Totals
-    events: list[Event]
-    messages: list[Message]
-    state: RunState
+class Run:
+    """One run of an agent: the loop and the state it keeps."""
 
-
-class _Stop(Exception):
-    """Ends the tool phase; `event` (a verdict or a model error) is yielded before the ending."""
-
-    def __init__(self, reason: str, message: str, *, hard: bool = False, event: Event | None = None) -> None:
-        super().__init__(message)
-        self.reason, self.message, self.hard, self.event = reason, message, hard, event
-
-
-@dataclass
-class Agent:
-    model: Model
-    tools: ToolRegistry | Iterable[ToolLike] = ()
-    system: str | None = None
-    config: LoopConfig = field(default_factory=LoopConfig)
-    checklist: Sequence[ChecklistItem] = ()
-    verifiers: Sequence[Verifier] = ()
-    detectors: Sequence[DetectorFactory] | None = None
-    """Loop detectors, one fresh set per run; the default set when None (see guard.default_detectors),
-    none when empty. `config.disabled_detectors` switches any of them off by name."""
-    approvals: ApprovalGate | None = None
-    """Decides `requires_approval` calls in process; without one such a call pauses the run (resume())."""
-    principal_roles: frozenset[str] | None = None
-    offered: Sequence[str] | None = None
-    """Names of the tools offered each turn; all registered tools when None."""
-    router: Router | None = None
-    """Routes each request to an intent: its tools, slots, checklist and step cap (router.py)."""
-    tool_search: ToolSearch | None = None
-    """Progressive disclosure: offer `search_tools` and what it finds, not the registry."""
-    principal: Principal | None = None
-    """Who runs act for; its roles replace `principal_roles` when set."""
-    clock: Callable[[], datetime] | None = None
-    """Read once at run start; relative dates in the run resolve from it (default: now, UTC)."""
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.tools, ToolRegistry):
-            self.tools = ToolRegistry(self.tools)
-        if self.tool_search is not None and self.tool_search.name not in self.tools:
-            self.tools.add(self.tool_search.build_tool(self.tools))
-
-    @property
-    def registry(self) -> ToolRegistry:
-        assert isinstance(self.tools, ToolRegistry)
-        return self.tools
-
-    def stream(
-        self, prompt: str | list[Message], *, run_id: str | None = None, stamper: EventStamper | None = None
-    ) -> AsyncIterator[Event]:
-        """Run and yield events. Pass a `stamper` to number this run's events within a larger
-        sequence (a pipeline running several phases under one run id)."""
-        run_id = stamper.run_id if stamper else run_id or uuid.uuid4().hex
-        return _Run(self, prompt, run_id, stamper).events()
-
-    async def run(self, prompt: str | list[Message], *, run_id: str | None = None) -> RunResult:
-        run = _Run(self, prompt, run_id or uuid.uuid4().hex)
-        events = [event async for event in run.events()]
-        last = events[-1]
-        assert isinstance(last, RunFinished)
-        return RunResult(
-            run.run_id,
-            last.status,
-            last.stop_reason,
-            last.output,
-            last.totals,
-            events,
-            run.messages,
-            run.state,
-        )
-
-    def run_sync(self, prompt: str | list[Message], *, run_id: str | None = None) -> RunResult:
-        return asyncio.run(self.run(prompt, run_id=run_id))
-
-    def resume(
-        self,
-        pending: PendingApproval,
-        decisions: Mapping[str, bool | Decision],
-        *,
-        stamper: EventStamper | None = None,
-    ) -> AsyncIterator[Event]:
-        """Continue a run that paused for approval (approval.py), with a decision per call id."""
-        agent = replace(self, approvals=ApprovalGate.with_decisions(decisions, self.approvals))
-        run = _Run(agent, pending.messages, stamper.run_id if stamper else pending.run_id, stamper)
-        run.messages, run.turn, run.replay = list(pending.messages), pending.turn, pending.replay()
-        return run.events()
-
-
-class _Run:
     def __init__(
         self, agent: Agent, prompt: str | list[Message], run_id: str, stamper: EventStamper | None = None
     ) -> None:
@@ -180,6 +88,9 @@ class _Run:
         self.nudged: set[str] = set()
         self.narrowed: set[str] = set()
         self.forced_choice: ToolChoice | None = None
+        self.last_offered: list[str] = []
+        self.last_choice: ToolChoice | None = None
+        self.last_call_ms = 0.0
         self.replay: ModelReply | None = None  # a paused turn's calls, run first on resume
         self.started = time.monotonic()
 
@@ -201,7 +112,7 @@ class _Run:
             self.scope.charge(self.totals, self.config.budgets)
             yield self.stamp(IntentRouted, **self.scope.route_fields())
             if route.question is not None:  # code could not decide: ask, do not guess
-                yield self._finished("paused", "clarification_needed", route.question)
+                yield finished(self, "paused", "clarification_needed", route.question)
                 return
             self._adopt_intent()
         try:
@@ -212,21 +123,21 @@ class _Run:
             if not self.done:
                 async for event in self._tool_phase():
                     yield event
-        except _Stop as stop:
-            async for event in self._after_stop(stop):
+        except Stop as stop:
+            async for event in after_stop(self, stop):
                 yield event
 
     async def _tool_phase(self) -> AsyncIterator[Event]:
         while True:
-            self._check_budgets()
-            reply = await self._call_model(self._offered_now(), self._choice_now())
-            yield self._model_event(reply)
+            check_budgets(self)
+            reply = await call_model(self, self._offered_now(), self._choice_now())
+            yield model_event(self, reply)
             async for event in self._on_text(reply):
                 yield event
             if not reply.tool_calls and self._keep_working(reply):
                 continue
             if not reply.tool_calls:
-                async for event in self._finish_with_answer(reply, "final_answer"):
+                async for event in finish_with_answer(self, reply, "final_answer"):
                     yield event
                 return
             self.totals.tool_rounds += 1
@@ -250,15 +161,15 @@ class _Run:
                 arguments=p.arguments,
                 args_hash=args_hash(p.arguments),
             )
-            yield self._verdict_event(p)
+            yield verdict_event(self, p)
         self._observe("on_calls", [p.record for p in proposals])
         async for event in self.approvals.review(proposals, self.turn):
             yield event
         self.started += self.approvals.waited  # a person's time is not the run's time budget
         self.approvals.waited = 0.0
         if self.approvals.paused is not None:  # no one to ask in process: hand the run over
-            yield self._phase_event("approval_required", "paused", "a call needs approval")
-            yield self._finished("paused", "approval_required", self.approvals.paused.model_dump(mode="json"))
+            yield phase_event(self, "approval_required", "paused", "a call needs approval")
+            yield finished(self, "paused", "approval_required", self.approvals.paused.model_dump(mode="json"))
             self.done = True
             return
         await self._execute([p for p in proposals if p.runnable])
@@ -283,13 +194,13 @@ class _Run:
         elif terminal is not None:
             assert terminal.result is not None
             output = terminal.result.data if terminal.result.data is not None else terminal.arguments
-            yield self._phase_event("terminal_tool", "completed", f"{terminal.call.name} ended the phase")
-            yield self._finished("completed", "terminal_tool", output)
+            yield phase_event(self, "terminal_tool", "completed", f"{terminal.call.name} ended the phase")
+            yield finished(self, "completed", "terminal_tool", output)
             self.done = True
             return
         elif self.state.checklist is not None and self.state.checklist.complete:
-            yield self._phase_event("checklist_complete", "completed", "every required checklist item is done")
-            async for event in self._final_answer(CHECKLIST_DONE_REQUEST, "checklist_complete", "completed"):
+            yield phase_event(self, "checklist_complete", "completed", "every required checklist item is done")
+            async for event in final_answer(self, CHECKLIST_DONE_REQUEST, "checklist_complete", "completed"):
                 yield event
             self.done = True
             return
@@ -312,9 +223,9 @@ class _Run:
         findings, self.turn_findings = self.turn_findings, []
         for finding in findings:
             if finding.detector != "repeated_call":  # its verdicts were told per call already
-                yield self._finding_event(finding)
+                yield finding_event(self, finding)
             if finding.rung == Rung.STOP:
-                raise _Stop(finding.stop_reason, finding.reason)
+                raise Stop(finding.stop_reason, finding.reason)
             if finding.rung == Rung.NARROW:
                 self._narrow(finding)
             if finding.rung in (Rung.NUDGE, Rung.NARROW) and finding.detector not in self.nudged:
@@ -359,112 +270,7 @@ class _Run:
         self.messages += [reply.assistant_message(), {"role": "user", "content": reminder}]
         return True
 
-    # -- ending ----------------------------------------------------------------------------------
-
-    async def _after_stop(self, stop: _Stop) -> AsyncIterator[Event]:
-        if stop.event is not None:
-            yield stop.event
-        policy = self.config.policy
-        status: Status = "failed" if policy == "fail" else "paused" if policy == "handoff" else "degraded"
-        yield self._phase_event(stop.reason, status, stop.message)
-        hard = stop.hard or stop.reason in HARD_BUDGET_REASONS
-        if status == "degraded" and self.config.wrap_up and not hard:
-            async for event in self._final_answer(WRAP_UP_REQUEST, stop.reason, status):
-                yield event
-            return
-        yield self._finished(status, stop.reason, None)
-
-    async def _final_answer(self, request: str, stop_reason: str, status: Status) -> AsyncIterator[Event]:
-        """One more model call with no tools offered; its text is the run's output."""
-        self.messages.append({"role": "user", "content": request})
-        try:
-            reply = await self._call_model([], None)
-        except _Stop as stop:
-            if stop.event is not None:
-                yield stop.event
-            yield self._finished(status, stop_reason, None, note=stop.message)
-            return
-        yield self._model_event(reply)
-        if reply.tool_calls:
-            yield self.stamp(
-                GuardVerdict,
-                turn=self.turn,
-                detector="no_tools_phase",
-                action="refused",
-                reason="tool calls proposed when no tools were offered; ignored",
-                evidence=[c.name for c in reply.tool_calls],
-            )
-        async for event in self._finish_with_answer(reply, stop_reason, status):
-            yield event
-
-    async def _finish_with_answer(
-        self, reply: ModelReply, stop_reason: str, status: Status = "completed"
-    ) -> AsyncIterator[Event]:
-        text = reply.text or ""
-        for _ in range(self.config.max_verify_retries):
-            problem = first_failure(list(self.agent.verifiers), text)
-            if problem is None:
-                break
-            yield self.stamp(GuardVerdict, turn=self.turn, detector="verifier", action="refused", reason=problem)
-            self.messages += [
-                {"role": "assistant", "content": text},
-                {"role": "user", "content": reinforcement(problem)},
-            ]
-            try:
-                reply = await self._call_model([], None)
-            except _Stop as stop:
-                if stop.event is not None:
-                    yield stop.event
-                yield self._finished("failed", stop.reason, None, note=stop.message)
-                return
-            yield self._model_event(reply)
-            text = reply.text or ""
-        else:
-            if first_failure(list(self.agent.verifiers), text) is not None:
-                yield self._finished("failed", "verifier_failed", text)
-                return
-        self.messages.append({"role": "assistant", "content": text})
-        yield self._finished(status, stop_reason, text)
-
     # -- model calls and budgets -----------------------------------------------------------------
-
-    def _check_budgets(self) -> None:
-        spent = self.config.budgets.exhausted(self.totals, time.monotonic() - self.started)
-        spent = spent or self.scope.cap_reached(self.totals.tool_rounds)
-        if spent is not None:
-            raise _Stop(*spent)
-
-    async def _call_model(self, tool_names: list[str], choice: ToolChoice | None) -> ModelReply:
-        self.turn += 1
-        request = ModelRequest(
-            messages=list(self.messages),
-            tools=self.agent.registry.openai_tools(tool_names),
-            tool_choice=choice if tool_names else None,
-        )
-        remaining = self.config.budgets.remaining_seconds(time.monotonic() - self.started)
-        began = time.perf_counter()
-        try:
-            async with asyncio.timeout(remaining):
-                reply = await self.agent.model.complete(request)
-        except TimeoutError:
-            raise _Stop("time_budget", "wall-clock budget ran out during a model call", hard=True) from None
-        except ModelError as error:
-            failed = self.stamp(
-                ModelFailed,
-                turn=self.turn,
-                kind=error.kind,
-                message=error.message,
-                retryable=error.retryable,
-                status=error.status,
-                notes=error.notes,
-            )
-            raise _Stop("model_error", f"{error.kind}: {error.message}", hard=True, event=failed) from None
-        self.last_call_ms = (time.perf_counter() - began) * 1000
-        self.last_offered, self.last_choice = tool_names, request.tool_choice
-        self.totals.model_calls += 1
-        self.totals.add_usage(reply.usage)
-        self.totals.cost += self.config.budgets.cost_of(self.agent.model.name, reply.usage)
-        return reply
 
     def _offered_now(self) -> list[str]:
         return self.scope.offered(self.narrowed)
@@ -479,56 +285,6 @@ class _Run:
 
     def _choice_now(self) -> ToolChoice | None:
         return self.forced_choice or "auto"
-
-    # -- events ----------------------------------------------------------------------------------
-
-    def _model_event(self, reply: ModelReply) -> Event:
-        return self.stamp(
-            ModelCalled,
-            turn=self.turn,
-            model=reply.model or self.agent.model.name,
-            tools_offered=self.last_offered,
-            n_tools_offered=len(self.last_offered),
-            tool_choice=self.last_choice,
-            usage=reply.usage,
-            text=reply.text,
-            n_tool_calls=len(reply.tool_calls),
-            duration_ms=self.last_call_ms,
-            notes=reply.notes,
-        )
-
-    def _verdict_event(self, p: Proposal) -> Event:
-        return self.stamp(GuardVerdict, turn=self.turn, call_id=p.call.id, tool=p.call.name, **p.verdict_fields())
-
-    def _finding_event(self, finding: Finding) -> Event:
-        action = {Rung.NUDGE: "nudge", Rung.NARROW: "narrowed", Rung.STOP: "stopped"}.get(finding.rung, "allow")
-        return self.stamp(
-            GuardVerdict,
-            turn=self.turn,
-            detector=finding.detector,
-            action=action,
-            reason=finding.reason,
-            evidence=finding.evidence,
-            count=finding.count,
-        )
-
-    def _phase_event(self, reason: str, status: Status, message: str) -> Event:
-        return self.stamp(
-            PhaseEnded,
-            phase=self.config.phase,
-            stop_reason=reason,
-            policy=self.config.policy,
-            status=status,
-            message=message,
-        )
-
-    def _finished(self, status: Status, reason: str, output: Any, note: str = "") -> Event:
-        self.totals.duration_s = time.monotonic() - self.started
-        self.totals.duplicates_avoided = self.checker.duplicates_avoided
-        checklist = self.state.checklist.snapshot() if self.state.checklist else None
-        return self.stamp(
-            RunFinished, status=status, stop_reason=reason, output=output, totals=self.totals, checklist=checklist
-        )
 
     async def _execute(self, runnable: list[Proposal]) -> None:
         executions = await self.executor.run_many([(p.tool, p.validated) for p in runnable])  # type: ignore[misc]

@@ -17,7 +17,7 @@ from ..events import Event, GuardVerdict, ModelCalled, PhaseEnded, RunFinished, 
 from ..executor import RetryPolicy
 from ..guard.budget import Budgets
 from ..guard.ladder import Ladder
-from ..loop import Agent
+from ..agent import Agent
 from ..trace.jsonl import write_jsonl
 from .behaviour import build_model
 from .case import Case, ConfigSpec

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..config import LoopConfig
 from ..events import Event, EventStamper, RunFinished
 from ..guard.budget import Budgets
-from ..loop import Agent
+from ..agent import Agent
 from ..models.base import Model
 from .events import ExplorationCutOff, ExplorationDone, IsolationProbed
 from .findings import cross_table_findings, strongest_correlations, table_findings, title_of

@@ -1,0 +1,113 @@
+"""The public surface of the runtime: an `Agent` is a model, tools and guards; each call to
+`stream`, `run`, `run_sync` or `resume` is one run (loop.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from .approval import ApprovalGate, Decision, PendingApproval
+from .config import LoopConfig
+from .events import Event, EventStamper, RunFinished, Status, Totals
+from .guard import DetectorFactory
+from .loop import Run
+from .models.base import Message, Model
+from .permissions import Principal
+from .router import Router
+from .state import ChecklistItem, RunState
+from .tools import ToolLike, ToolRegistry
+from .toolsearch import ToolSearch
+from .verify import Verifier
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    status: Status
+    stop_reason: str
+    output: Any
+    totals: Totals
+    events: list[Event]
+    messages: list[Message]
+    state: RunState
+
+
+@dataclass
+class Agent:
+    model: Model
+    tools: ToolRegistry | Iterable[ToolLike] = ()
+    system: str | None = None
+    config: LoopConfig = field(default_factory=LoopConfig)
+    checklist: Sequence[ChecklistItem] = ()
+    verifiers: Sequence[Verifier] = ()
+    detectors: Sequence[DetectorFactory] | None = None
+    """Loop detectors, one fresh set per run; the default set when None (see guard.default_detectors),
+    none when empty. `config.disabled_detectors` switches any of them off by name."""
+    approvals: ApprovalGate | None = None
+    """Decides `requires_approval` calls in process; without one such a call pauses the run (resume())."""
+    principal_roles: frozenset[str] | None = None
+    offered: Sequence[str] | None = None
+    """Names of the tools offered each turn; all registered tools when None."""
+    router: Router | None = None
+    """Routes each request to an intent: its tools, slots, checklist and step cap (router.py)."""
+    tool_search: ToolSearch | None = None
+    """Progressive disclosure: offer `search_tools` and what it finds, not the registry."""
+    principal: Principal | None = None
+    """Who runs act for; its roles replace `principal_roles` when set."""
+    clock: Callable[[], datetime] | None = None
+    """Read once at run start; relative dates in the run resolve from it (default: now, UTC)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tools, ToolRegistry):
+            self.tools = ToolRegistry(self.tools)
+        if self.tool_search is not None and self.tool_search.name not in self.tools:
+            self.tools.add(self.tool_search.build_tool(self.tools))
+
+    @property
+    def registry(self) -> ToolRegistry:
+        assert isinstance(self.tools, ToolRegistry)
+        return self.tools
+
+    def stream(
+        self, prompt: str | list[Message], *, run_id: str | None = None, stamper: EventStamper | None = None
+    ) -> AsyncIterator[Event]:
+        """Run and yield events. Pass a `stamper` to number this run's events within a larger
+        sequence (a pipeline running several phases under one run id)."""
+        run_id = stamper.run_id if stamper else run_id or uuid.uuid4().hex
+        return Run(self, prompt, run_id, stamper).events()
+
+    async def run(self, prompt: str | list[Message], *, run_id: str | None = None) -> RunResult:
+        run = Run(self, prompt, run_id or uuid.uuid4().hex)
+        events = [event async for event in run.events()]
+        last = events[-1]
+        assert isinstance(last, RunFinished)
+        return RunResult(
+            run.run_id,
+            last.status,
+            last.stop_reason,
+            last.output,
+            last.totals,
+            events,
+            run.messages,
+            run.state,
+        )
+
+    def run_sync(self, prompt: str | list[Message], *, run_id: str | None = None) -> RunResult:
+        return asyncio.run(self.run(prompt, run_id=run_id))
+
+    def resume(
+        self,
+        pending: PendingApproval,
+        decisions: Mapping[str, bool | Decision],
+        *,
+        stamper: EventStamper | None = None,
+    ) -> AsyncIterator[Event]:
+        """Continue a run that paused for approval (approval.py), with a decision per call id."""
+        agent = replace(self, approvals=ApprovalGate.with_decisions(decisions, self.approvals))
+        run = Run(agent, pending.messages, stamper.run_id if stamper else pending.run_id, stamper)
+        run.messages, run.turn, run.replay = list(pending.messages), pending.turn, pending.replay()
+        return run.events()

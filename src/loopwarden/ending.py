@@ -1,0 +1,207 @@
+"""How a tool phase ends, and the run with it: a stop under its policy, one last answer with
+no tools offered, verification of that answer. Also the model call itself (with the budgets
+checked before it) and the events a run emits, shared by loop.py and this module."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from .config import WRAP_UP_REQUEST
+from .events import (
+    Event,
+    GuardVerdict,
+    ModelCalled,
+    ModelFailed,
+    PhaseEnded,
+    RunFinished,
+    Status,
+)
+from .guard.budget import HARD_BUDGET_REASONS
+from .guard.ladder import Finding, Rung
+from .models.base import ModelError, ModelReply, ModelRequest, ToolChoice
+from .proposals import Proposal
+from .verify import first_failure, reinforcement
+
+if TYPE_CHECKING:
+    from .loop import Run
+
+
+class Stop(Exception):
+    """Ends the tool phase; `event` (a verdict or a model error) is yielded before the ending."""
+
+    def __init__(self, reason: str, message: str, *, hard: bool = False, event: Event | None = None) -> None:
+        super().__init__(message)
+        self.reason, self.message, self.hard, self.event = reason, message, hard, event
+
+
+# -- ending ----------------------------------------------------------------------------------------
+
+
+async def after_stop(run: Run, stop: Stop) -> AsyncIterator[Event]:
+    if stop.event is not None:
+        yield stop.event
+    policy = run.config.policy
+    status: Status = "failed" if policy == "fail" else "paused" if policy == "handoff" else "degraded"
+    yield phase_event(run, stop.reason, status, stop.message)
+    hard = stop.hard or stop.reason in HARD_BUDGET_REASONS
+    if status == "degraded" and run.config.wrap_up and not hard:
+        async for event in final_answer(run, WRAP_UP_REQUEST, stop.reason, status):
+            yield event
+        return
+    yield finished(run, status, stop.reason, None)
+
+
+async def final_answer(run: Run, request: str, stop_reason: str, status: Status) -> AsyncIterator[Event]:
+    """One more model call with no tools offered; its text is the run's output."""
+    run.messages.append({"role": "user", "content": request})
+    try:
+        reply = await call_model(run, [], None)
+    except Stop as stop:
+        if stop.event is not None:
+            yield stop.event
+        yield finished(run, status, stop_reason, None, note=stop.message)
+        return
+    yield model_event(run, reply)
+    if reply.tool_calls:
+        yield run.stamp(
+            GuardVerdict,
+            turn=run.turn,
+            detector="no_tools_phase",
+            action="refused",
+            reason="tool calls proposed when no tools were offered; ignored",
+            evidence=[c.name for c in reply.tool_calls],
+        )
+    async for event in finish_with_answer(run, reply, stop_reason, status):
+        yield event
+
+
+async def finish_with_answer(
+    run: Run, reply: ModelReply, stop_reason: str, status: Status = "completed"
+) -> AsyncIterator[Event]:
+    text = reply.text or ""
+    for _ in range(run.config.max_verify_retries):
+        problem = first_failure(list(run.agent.verifiers), text)
+        if problem is None:
+            break
+        yield run.stamp(GuardVerdict, turn=run.turn, detector="verifier", action="refused", reason=problem)
+        run.messages += [
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": reinforcement(problem)},
+        ]
+        try:
+            reply = await call_model(run, [], None)
+        except Stop as stop:
+            if stop.event is not None:
+                yield stop.event
+            yield finished(run, "failed", stop.reason, None, note=stop.message)
+            return
+        yield model_event(run, reply)
+        text = reply.text or ""
+    else:
+        if first_failure(list(run.agent.verifiers), text) is not None:
+            yield finished(run, "failed", "verifier_failed", text)
+            return
+    run.messages.append({"role": "assistant", "content": text})
+    yield finished(run, status, stop_reason, text)
+
+
+# -- the model call and the budgets before it --------------------------------------------------
+
+
+def check_budgets(run: Run) -> None:
+    spent = run.config.budgets.exhausted(run.totals, time.monotonic() - run.started)
+    spent = spent or run.scope.cap_reached(run.totals.tool_rounds)
+    if spent is not None:
+        raise Stop(*spent)
+
+
+async def call_model(run: Run, tool_names: list[str], choice: ToolChoice | None) -> ModelReply:
+    run.turn += 1
+    request = ModelRequest(
+        messages=list(run.messages),
+        tools=run.agent.registry.openai_tools(tool_names),
+        tool_choice=choice if tool_names else None,
+    )
+    remaining = run.config.budgets.remaining_seconds(time.monotonic() - run.started)
+    began = time.perf_counter()
+    try:
+        async with asyncio.timeout(remaining):
+            reply = await run.agent.model.complete(request)
+    except TimeoutError:
+        raise Stop("time_budget", "wall-clock budget ran out during a model call", hard=True) from None
+    except ModelError as error:
+        failed = run.stamp(
+            ModelFailed,
+            turn=run.turn,
+            kind=error.kind,
+            message=error.message,
+            retryable=error.retryable,
+            status=error.status,
+            notes=error.notes,
+        )
+        raise Stop("model_error", f"{error.kind}: {error.message}", hard=True, event=failed) from None
+    run.last_call_ms = (time.perf_counter() - began) * 1000
+    run.last_offered, run.last_choice = tool_names, request.tool_choice
+    run.totals.model_calls += 1
+    run.totals.add_usage(reply.usage)
+    run.totals.cost += run.config.budgets.cost_of(run.agent.model.name, reply.usage)
+    return reply
+
+
+# -- events --------------------------------------------------------------------------------------
+
+
+def model_event(run: Run, reply: ModelReply) -> Event:
+    return run.stamp(
+        ModelCalled,
+        turn=run.turn,
+        model=reply.model or run.agent.model.name,
+        tools_offered=run.last_offered,
+        n_tools_offered=len(run.last_offered),
+        tool_choice=run.last_choice,
+        usage=reply.usage,
+        text=reply.text,
+        n_tool_calls=len(reply.tool_calls),
+        duration_ms=run.last_call_ms,
+        notes=reply.notes,
+    )
+
+
+def verdict_event(run: Run, p: Proposal) -> Event:
+    return run.stamp(GuardVerdict, turn=run.turn, call_id=p.call.id, tool=p.call.name, **p.verdict_fields())
+
+
+def finding_event(run: Run, finding: Finding) -> Event:
+    action = {Rung.NUDGE: "nudge", Rung.NARROW: "narrowed", Rung.STOP: "stopped"}.get(finding.rung, "allow")
+    return run.stamp(
+        GuardVerdict,
+        turn=run.turn,
+        detector=finding.detector,
+        action=action,
+        reason=finding.reason,
+        evidence=finding.evidence,
+        count=finding.count,
+    )
+
+
+def phase_event(run: Run, reason: str, status: Status, message: str) -> Event:
+    return run.stamp(
+        PhaseEnded,
+        phase=run.config.phase,
+        stop_reason=reason,
+        policy=run.config.policy,
+        status=status,
+        message=message,
+    )
+
+
+def finished(run: Run, status: Status, reason: str, output: Any, note: str = "") -> Event:
+    run.totals.duration_s = time.monotonic() - run.started
+    run.totals.duplicates_avoided = run.checker.duplicates_avoided
+    checklist = run.state.checklist.snapshot() if run.state.checklist else None
+    return run.stamp(
+        RunFinished, status=status, stop_reason=reason, output=output, totals=run.totals, checklist=checklist
+    )
