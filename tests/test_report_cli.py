@@ -88,6 +88,9 @@ def test_output_folder_equal_to_data_folder_is_refused(tmp_path: Path) -> None:
     data = make_folder(tmp_path)
     code, _, stderr = _invoke(str(data), "--out", str(data))
     _assert_one_line_error(code, stderr, "must not be the data folder")
+    code, _, stderr = _invoke(str(data), "--out", str(data / "report"))
+    _assert_one_line_error(code, stderr, "must not be inside the data folder")
+    assert not (data / "report").exists()
 
 
 def test_json_lines_run_end_to_end_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

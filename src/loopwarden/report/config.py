@@ -93,3 +93,5 @@ def _check_out_dir(out_dir: Path, data_dir: Path) -> None:
         raise ReportInputError(f"output folder is not writable: {out_dir}")
     if out_dir.resolve() == data_dir.resolve():
         raise ReportInputError("output folder must not be the data folder itself")
+    if out_dir.resolve().is_relative_to(data_dir.resolve()):
+        raise ReportInputError("output folder must not be inside the data folder (the next run would read it as data)")
