@@ -5,6 +5,7 @@ import io
 import re
 import stat
 import zipfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,11 @@ async def test_upload_a_zip_starts_a_run_on_a_fresh_folder(tmp_path: Path) -> No
         assert (Path(run["data_dir"]) / "notes" / "b.md").read_text() == "# b"
 
 
+async def chunks() -> AsyncIterator[bytes]:
+    yield b"--b\r\n"
+    yield b"x" * 100
+
+
 async def test_bad_uploads_are_refused_and_leave_nothing(tmp_path: Path) -> None:
     app = make_app(tmp_path, max_upload_bytes=50_000, max_files=5)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
@@ -156,6 +162,12 @@ async def test_bad_uploads_are_refused_and_leave_nothing(tmp_path: Path) -> None
         for payload, status in cases:
             response = await client.post("/api/runs", files={"files": ("u.zip", payload, "application/zip")})
             assert response.status_code == status, response.text
+        chunked = await client.post(
+            "/api/runs",
+            content=chunks(),
+            headers={"content-type": "multipart/form-data; boundary=b"},
+        )
+        assert chunked.status_code == 411
         assert (await client.get("/api/runs")).json() == []
     runs_dir = tmp_path / "state" / "runs"
     assert not runs_dir.exists() or list(runs_dir.iterdir()) == []

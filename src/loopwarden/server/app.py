@@ -90,6 +90,9 @@ def create_app(
         if runner.active >= settings.max_concurrency + settings.max_queue:
             return _too_many(settings.retry_after_s)
         length = request.headers.get("content-length", "")
+        if not length.isdigit() and request.headers.get("content-type", "").startswith("multipart/"):
+            # Without a declared length the form parser would spool any amount to disk first.
+            raise HTTPException(411, "uploads need a Content-Length")
         if length.isdigit() and int(length) > settings.uploads.max_upload_bytes + 1024 * 1024:
             raise HTTPException(413, f"upload larger than {settings.uploads.max_upload_bytes} bytes")
         run_id = new_run_id()
