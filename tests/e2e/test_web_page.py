@@ -19,7 +19,7 @@ sys.path.insert(0, str(TESTS))
 from helpers import require_binary  # noqa: E402
 from loopwarden.server.app import create_app  # noqa: E402
 from loopwarden.server.settings import ServerSettings  # noqa: E402
-from server_jobs import serve_in_thread, ticking_job  # noqa: E402
+from server_jobs import approval_job, serve_in_thread, ticking_job  # noqa: E402
 
 EXAMPLES = TESTS.parent / "examples"
 CHROMIUM_ARGS = [
@@ -163,3 +163,24 @@ def test_model_output_stays_text_and_nothing_remote_loads(tmp_path: Path, browse
         assert "remote image not loaded" in (page.text_content("#markdown") or "")
         assert page.locator("#markdown strong").count() >= 1
         assert not [url for url in requests if "evil.invalid" in url]
+
+
+def test_approve_a_paused_call_from_the_page(tmp_path: Path, browser: Any) -> None:
+    root = tmp_path / "allowed"
+    (root / "exp").mkdir(parents=True)
+    (root / "exp" / "data.csv").write_text("t,v\n0,1\n")
+    app = create_app(settings_for(tmp_path, [root]), approval_job)
+    with serve_in_thread(app) as base:
+        page = browser.new_page()
+        run_id = httpx.post(f"{base}/api/runs", json={"folder": "exp"}).json()["id"]
+        page.goto(f"{base}/#/runs/{run_id}")
+        page.wait_for_selector("#approvals-card:not([hidden]) button.approve")
+        assert "delete_file" in (page.text_content("#approvals") or "")
+        assert page.text_content("#run-status") == "paused"
+        page.click("#approvals button.approve")
+        page.wait_for_selector("#result-card:not([hidden])")
+        wait_until(page, "document.getElementById('run-status').textContent === 'completed'")
+        assert page.is_hidden("#approvals-card")
+        approval = httpx.get(f"{base}/api/runs/{run_id}/approvals").json()[0]
+        assert approval["status"] == "approved"
+        assert "approved" in (page.text_content("#timeline") or "")

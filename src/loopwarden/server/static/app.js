@@ -229,8 +229,23 @@ async function refreshRun() {
   setStatus(run.status);
   $("run-source").textContent = `${run.params.source || ""} · template ${run.params.template || "?"} · ${run.params.lang || ""}`;
   if (run.message) $("run-message").textContent = run.message;
+  $("run-totals").textContent = describeTotals(run);
   $("cancel").hidden = !["queued", "running", "paused"].includes(run.status);
   renderApprovals(run.approvals.filter((a) => a.status === "pending"));
+}
+
+function describeTotals(run) {
+  const parts = [];
+  if (run.stop_reasons && run.stop_reasons.length) parts.push(`stop reasons: ${run.stop_reasons.join(", ")}`);
+  const t = run.totals;
+  if (t) {
+    parts.push(`${t.model_calls} model calls`, `${t.tool_executions} tool runs`);
+    if (t.duplicates_avoided) parts.push(`${t.duplicates_avoided} duplicates avoided`);
+    parts.push(`${t.prompt_tokens + t.completion_tokens} tokens`);
+    if (t.cost) parts.push(`$${t.cost.toFixed(4)}`);
+    if (t.duration_s) parts.push(`${t.duration_s.toFixed(1)} s`);
+  }
+  return parts.join(" · ");
 }
 
 function setStatus(status) {
