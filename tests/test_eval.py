@@ -375,3 +375,18 @@ def test_traces_option_keeps_each_case_run_as_jsonl(tmp_path: Path) -> None:
         assert isinstance(events[-1], RunFinished)
         assert events[-1].stop_reason == case["stop_reason"]
         assert events[-1].totals.model_calls == case["model_calls"]
+
+
+@given(
+    st.dictionaries(st.sampled_from("abcdefgh"), st.booleans(), max_size=8),
+    st.dictionaries(st.sampled_from("abcdefgh"), st.booleans(), max_size=8),
+)
+def test_the_diff_flags_exactly_the_pass_to_fail_flips(before: dict[str, bool], after: dict[str, bool]) -> None:
+    diffs = diff_results(
+        [result(n, passed=p) for n, p in before.items()], [result(n, passed=p) for n, p in after.items()]
+    )
+    assert sorted(d.name for d in diffs) == sorted(set(before) | set(after))
+    flipped = {n for n in before if before[n] and after.get(n) is False}
+    assert {d.name for d in regressions(diffs)} == flipped
+    changes = [d.change for d in diffs]
+    assert changes == sorted(changes, key=["regressed", "fixed", "new", "not_run", "unchanged"].index)
