@@ -25,7 +25,7 @@ from .events import Milestone, ReportFinished, ReportStatus
 from .plan import Stage, Toolchain, plan_stages, probe_toolchain
 from .record import ExplorationRecord
 from .stages import Context, run_stage
-from .templates import load_template
+from .templates import TemplateError, load_template
 
 __all__ = [
     "ReportConfig",
@@ -68,14 +68,16 @@ async def run_report(
     started = time.monotonic()
     try:
         validate_report_config(config)
-    except ReportInputError as error:
-        yield stamp(ReportFinished, status="failed", stop_reasons=["bad_input"], message=error.message)
+        tools = toolchain or probe_toolchain(config.pdf)
+        stages = plan_pipeline(config, xelatex=tools.can_compile)
+        config.out_dir.mkdir(parents=True, exist_ok=True)
+        ctx = Context(config, stamp, tools, load_template(config.template), models or ReportModels(), exploration)
+        log = (config.out_dir / "events.jsonl").open("w", encoding="utf-8")
+    except (ReportInputError, TemplateError, OSError) as error:
+        message = error.message if isinstance(error, ReportInputError) else f"cannot start: {error}"
+        yield stamp(ReportFinished, status="failed", stop_reasons=["bad_input"], message=message)
         return
-    tools = toolchain or probe_toolchain(config.pdf)
-    stages = plan_pipeline(config, xelatex=tools.can_compile)
-    config.out_dir.mkdir(parents=True, exist_ok=True)
-    ctx = Context(config, stamp, tools, load_template(config.template), models or ReportModels(), exploration)
-    with (config.out_dir / "events.jsonl").open("w", encoding="utf-8") as log:
+    with log:
         try:
             async for event in _run_stages(ctx, stages):
                 yield _logged(log, event)
