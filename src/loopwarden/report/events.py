@@ -106,7 +106,7 @@ class ReflectionVerdict(Event):
     change: float | None = None
     """Fraction of the text the revision changed; None when no revision was made."""
     outcome: str = ""
-    """continue | converged_done | converged_unchanged | verdict_unreadable | revision_rejected."""
+    """continue | converged_done | converged_unchanged | verdict_unreadable | model_error | revision_rejected."""
 
 
 class CitationsRemoved(Event):

@@ -88,7 +88,7 @@ class RoundResult:
     tex: str
     change: float | None
     outcome: str
-    """continue | converged_done | converged_unchanged | verdict_unreadable | revision_rejected."""
+    """continue | converged_done | converged_unchanged | verdict_unreadable | model_error | revision_rejected."""
 
     @property
     def stop(self) -> bool:
@@ -100,7 +100,7 @@ async def model_round(
 ) -> AsyncIterator[Event]:
     """One review + revision with the model; appends its RoundResult to `result`."""
     review = review_messages(inp, tex, sources)
-    verdict = None
+    verdict, text = None, None
     messages = list(review)
     for _ in range(2):  # one reminder for a verdict that is not the JSON asked for
         text, events = await session.ask(messages)
@@ -114,7 +114,7 @@ async def model_round(
             {"role": "user", "content": "Answer with the JSON verdict only, as specified."},
         ]
     if verdict is None:
-        result.append(RoundResult(None, tex, None, "verdict_unreadable"))
+        result.append(RoundResult(None, tex, None, "model_error" if text is None else "verdict_unreadable"))
         return
     if verdict.done:
         result.append(RoundResult(verdict, tex, None, "converged_done"))

@@ -95,6 +95,8 @@ async def reflect_round(w: Writing, index: int) -> AsyncIterator[Event]:
     )
     if result.stop:
         w.reflection = result.outcome
+    if result.outcome == "model_error":
+        w.failures.append("reflection_model_error")  # the review was cut short, not finished
 
 
 def _offline_round(w: Writing) -> RoundResult:
