@@ -91,10 +91,14 @@ def test_disabling_the_cycle_detector_flips_exactly_the_cycle_cases_and_exits_no
     same = cli.invoke(app, ["eval", str(SUITE), "--baseline", str(baseline), "--json"])
     assert same.exit_code == 0
     assert json.loads(same.stdout)["diff"] == []
+    assert json.loads(same.stdout)["metric_deltas"] == []  # the suite is deterministic
 
     broken = cli.invoke(app, ["eval", str(SUITE), "--baseline", str(baseline), "--disable", "cycle", "--json"])
     assert broken.exit_code == 1
-    diff = json.loads(broken.stdout)["diff"]
+    payload = json.loads(broken.stdout)
+    diff = payload["diff"]
+    moved = {(d["intent"], d["metric"]) for d in payload["metric_deltas"]}
+    assert ("research", "avg_tool_rounds") in moved  # cycles now run on until another guard stops them
     flipped = [d["name"] for d in diff if d["change"] == "regressed"]
     expected = cycle_cases()
     assert len(expected) >= 4

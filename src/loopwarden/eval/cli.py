@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .diff import CaseDiff, diff_results, regressions
+from .diff import CaseDiff, MetricDelta, diff_results, metric_deltas, regressions
 from .suite import EvalReport, load_report, run_suite
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -66,6 +66,17 @@ def print_diff(console: Console, diffs: list[CaseDiff]) -> None:
     console.print(table)
 
 
+def print_deltas(console: Console, deltas: list[MetricDelta]) -> None:
+    if not deltas:
+        return
+    table = Table(title="per-intent numbers that moved")
+    for column in ("intent", "metric", "before", "after"):
+        table.add_column(column)
+    for d in deltas:
+        table.add_row(d.intent, d.metric, f"{d.before:.3g}", f"{d.after:.3g}")
+    console.print(table)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_command(
@@ -102,12 +113,14 @@ def register(app: typer.Typer) -> None:
             payload = report.model_dump(mode="json")
             if old:
                 payload["diff"] = [d.model_dump() for d in diffs if d.change != "unchanged"]
+                payload["metric_deltas"] = [d.model_dump() for d in metric_deltas(old.intents, report.intents)]
             typer.echo(json.dumps(payload, indent=1))
         else:
             print_cases(console, report)
             print_intents(console, report)
             if old:
                 print_diff(console, diffs)
+                print_deltas(console, metric_deltas(old.intents, report.intents))
             console.print(f"{report.passed}/{len(report.cases)} cases passed")
         failed = bool(regressions(diffs)) if old else bool(report.failed)
         raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)

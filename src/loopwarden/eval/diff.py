@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from .metrics import IntentMetrics
 from .runner import CaseResult
 
 Outcome = Literal["pass", "fail", "absent"]
@@ -50,6 +51,38 @@ def diff_results(baseline: Sequence[CaseResult], current: Sequence[CaseResult]) 
         reasons = (new.reasons if new else []) if change != "fixed" else (old.reasons if old else [])
         diffs.append(CaseDiff(name=name, before=_outcome(old), after=_outcome(new), change=change, reasons=reasons))
     return sorted(diffs, key=lambda d: (ORDER[d.change], d.name))
+
+
+METRICS = (
+    "avg_tool_rounds",
+    "p95_tool_rounds",
+    "duplicate_call_rate",
+    "avg_candidates",
+    "completion_rate",
+    "fallback_rate",
+)
+
+
+class MetricDelta(BaseModel):
+    intent: str
+    metric: str
+    before: float
+    after: float
+
+
+def metric_deltas(baseline: Sequence[IntentMetrics], current: Sequence[IntentMetrics]) -> list[MetricDelta]:
+    """The per-intent numbers that moved, for intents in both reports."""
+    before = {m.intent: m for m in baseline}
+    deltas = []
+    for now in current:
+        then = before.get(now.intent)
+        if then is None:
+            continue
+        for metric in METRICS:
+            old, new = float(getattr(then, metric)), float(getattr(now, metric))
+            if abs(new - old) > 1e-9:
+                deltas.append(MetricDelta(intent=now.intent, metric=metric, before=old, after=new))
+    return deltas
 
 
 def regressions(diffs: Sequence[CaseDiff]) -> list[CaseDiff]:

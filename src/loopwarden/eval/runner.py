@@ -12,12 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..agent import Agent
 from ..config import LoopConfig
 from ..events import Event, GuardVerdict, ModelCalled, PhaseEnded, RunFinished, ToolCallProposed
 from ..executor import RetryPolicy
 from ..guard.budget import Budgets
 from ..guard.ladder import Ladder
-from ..agent import Agent
 from ..trace.jsonl import write_jsonl
 from .behaviour import build_model
 from .case import Case, ConfigSpec
