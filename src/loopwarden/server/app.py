@@ -124,6 +124,9 @@ def create_app(
                 return _too_many(error.retry_after)
             status = error.status if isinstance(error, UploadRejected) else 400
             raise HTTPException(status, str(error)) from error
+        except OSError as error:  # disk full, permissions: nothing half-made is left behind
+            shutil.rmtree(run_dir, ignore_errors=True)
+            raise HTTPException(500, f"could not prepare the run folder: {error.strerror or error}") from error
         # No await since submit(): the run's task has not started, so the row exists before it does.
         params = run_request.public_params(source)
         store.create_run(run_id=run_id, params=params, data_dir=data_dir, out_dir=run_dir / "out")

@@ -18,75 +18,36 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field
-
-from ..events import Event, parse_event
+from ..events import Event
 from .migrations import MIGRATIONS, Migration
+from .records import (
+    ACTIVE_STATUSES,
+    FINAL_STATUSES,
+    ApprovalRecord,
+    ApprovalStatus,
+    ArtifactRecord,
+    RunRecord,
+    RunStatus,
+    StoredEvent,
+)
 
-RunStatus = Literal["queued", "running", "paused", "completed", "degraded", "failed", "cancelled", "interrupted"]
-ApprovalStatus = Literal["pending", "approved", "denied", "expired"]
-ACTIVE_STATUSES: frozenset[str] = frozenset({"queued", "running", "paused"})
-FINAL_STATUSES: frozenset[str] = frozenset({"completed", "degraded", "failed", "cancelled", "interrupted"})
 BUSY_TIMEOUT_MS = 30_000
 
-
-class RunRecord(BaseModel):
-    id: str
-    kind: str
-    status: RunStatus
-    created_at: float
-    updated_at: float
-    started_at: float | None = None
-    finished_at: float | None = None
-    params: dict[str, Any] = Field(default_factory=dict)
-    data_dir: str | None = None
-    out_dir: str | None = None
-    last_seq: int = 0
-    progress: dict[str, Any] | None = None
-    stop_reasons: list[str] = Field(default_factory=list)
-    totals: dict[str, Any] | None = None
-    message: str = ""
-
-    @property
-    def finished(self) -> bool:
-        return self.status in FINAL_STATUSES
-
-
-class StoredEvent(BaseModel):
-    """One event row as stored: `data` is the event's JSON, ready to stream without re-encoding."""
-
-    run_id: str
-    seq: int
-    type: str
-    ts: float
-    data: str
-
-    def event(self) -> Event:
-        return parse_event(json.loads(self.data))
-
-
-class ArtifactRecord(BaseModel):
-    run_id: str
-    name: str
-    path: str
-    size: int
-    media_type: str
-    created_at: float
-
-
-class ApprovalRecord(BaseModel):
-    run_id: str
-    call_id: str
-    tool: str
-    arguments: Any = None
-    reason: str = ""
-    status: ApprovalStatus = "pending"
-    created_at: float
-    decided_at: float | None = None
-    decided_by: str | None = None
-    note: str = ""
+__all__ = [
+    "ACTIVE_STATUSES",
+    "FINAL_STATUSES",
+    "ApprovalRecord",
+    "ApprovalStatus",
+    "ArtifactRecord",
+    "RunNotFound",
+    "RunRecord",
+    "RunStatus",
+    "RunStore",
+    "StoredEvent",
+    "new_run_id",
+]
 
 
 class RunNotFound(KeyError):
