@@ -57,3 +57,25 @@ def test_forced_finish_and_no_tools(tmp_path: Path) -> None:
     assert [c.name for c in forced.tool_calls] == ["finish_exploration"]
     text = asyncio.run(model.complete(ModelRequest(messages=[])))
     assert text.text is not None and text.text.startswith("[offline explorer")
+
+
+def test_a_big_folder_is_explored_within_the_step_budget(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    for i in range(120):
+        folder = data / f"day{i // 20}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"note{i:03d}.txt").write_text(f"observation {i}\n")
+    for i in range(30):
+        (data / f"run{i:02d}.csv").write_text("x,y\n" + "".join(f"{x},{x * (i + 1)}\n" for x in range(12)))
+    model = OfflineExplorer()
+
+    async def collect() -> list[Event]:
+        return [
+            e async for e in explore(data, tmp_path / "out", model, stamper=EventStamper("x"), scan=scan_folder(data))
+        ]
+
+    done = asyncio.run(collect())[-1]
+    assert isinstance(done, ExplorationDone)
+    assert not done.record.degraded and done.record.stop_reason == "terminal_tool"
+    assert done.record.coverage.by_status("unread") == []
+    assert len(done.record.tables) == 30

@@ -11,11 +11,13 @@ produces is labelled offline.
 from __future__ import annotations
 
 import json
+import math
 import re
 from itertools import count
 from typing import Any
 
 from ..models.base import ModelReply, ModelRequest, ToolCall, Usage
+from .explore import STEP_BUDGET
 from .findings import (
     cross_table_findings,
     independent_column,
@@ -64,6 +66,9 @@ class OfflineExplorer:
         forced = request.tool_choice
         if isinstance(forced, dict) or "finish_exploration" not in offered:
             return self._finish()
+        rounds = sum(1 for m in request.messages if m.get("role") == "assistant" and m.get("tool_calls"))
+        if rounds >= STEP_BUDGET - 1:
+            return self._finish()  # finish inside the budget; the ledger shows what stayed unread
         batch = self._continuations(request) or self._next_batch(offered)
         if not batch:
             return self._finish()
@@ -82,8 +87,11 @@ class OfflineExplorer:
             [("list_dir", {"path": "."})] + [("list_dir", {"path": d}) for d in folders[:7]]
         ]
         reads = [("read_file", {"path": p}) for p in documents + other_data]
-        batches += _chunks(reads, 8)
-        batches += _chunks([("read_file", {"path": p}) for p in tables], 8)
+        # Big folders get bigger batches so every file fits in the step budget (the executor
+        # still runs at most a few at a time).
+        size = max(8, math.ceil((len(reads) + len(tables)) / 8))
+        batches += _chunks(reads, size)
+        batches += _chunks([("read_file", {"path": p}) for p in tables], size)
         question = "What does this image show? Give any text, numbers, axis labels and units."
         batches += _chunks([("read_image", {"path": p, "question": question}) for p in images], 4)
         return batches
