@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,22 @@ def test_approve_a_paused_call_from_the_page(tmp_path: Path, browser: Any) -> No
         approval = httpx.get(f"{base}/api/runs/{run_id}/approvals").json()[0]
         assert approval["status"] == "approved"
         assert "approved" in (page.text_content("#timeline") or "")
+
+
+def test_upload_a_zip_from_the_page(tmp_path: Path, browser: Any) -> None:
+    archive = tmp_path / "exp.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("exp/data.csv", "t,v\n0,1\n")
+        zf.writestr("job.json", json.dumps({"events": 4}))
+    app = create_app(settings_for(tmp_path, []), ticking_job)
+    with serve_in_thread(app) as base:
+        page = browser.new_page()
+        page.goto(base)
+        page.set_input_files("#files", str(archive))
+        assert page.is_checked("input[name=source][value=upload]")
+        page.click("#start")
+        page.wait_for_url("**/#/runs/*")
+        page.wait_for_selector("#result-card:not([hidden])")
+        wait_until(page, "document.getElementById('run-status').textContent === 'completed'")
+        assert "upload (2 files)" in (page.text_content("#run-source") or "")
+        assert page.evaluate("document.getElementById('progress').getAttribute('aria-valuenow')") == "100"
