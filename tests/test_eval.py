@@ -71,15 +71,28 @@ def test_the_shipped_suite_passes() -> None:
     assert {m.intent for m in report.intents} >= {"notes", "repo", "code", "research", "drafting", "metrics"}
 
 
-def cycle_cases() -> set[str]:
-    """Cases that claim the cycle detector's work: it must be among their expected detectors, or
-    the only acceptable stop reason."""
+def cases_claiming(detector: str) -> set[str]:
+    """Cases that claim a detector's work: it is among their expected detectors, or the only
+    acceptable stop reason."""
     names = set()
     for case in load_cases([SUITE])[0]:
         stop = case.expect.expected_stop_reason
-        if "cycle" in case.expect.expected_detectors or stop in ("cycle", ["cycle"]):
+        if detector in case.expect.expected_detectors or stop in (detector, [detector]):
             names.add(case.name)
     return names
+
+
+def cycle_cases() -> set[str]:
+    return cases_claiming("cycle")
+
+
+@pytest.mark.parametrize("detector", ["repeated_call", "error_loop", "no_progress", "repetition", "monologue"])
+def test_every_detector_has_cases_that_fail_without_it(detector: str) -> None:
+    claimed = cases_claiming(detector)
+    assert claimed, f"no shipped case claims {detector}"
+    report = asyncio.run(run_suite([SUITE], disabled=[detector]))
+    failed = {c.name for c in report.cases if not c.passed}
+    assert claimed <= failed
 
 
 def test_disabling_the_cycle_detector_flips_exactly_the_cycle_cases_and_exits_nonzero(tmp_path: Path) -> None:
