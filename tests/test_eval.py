@@ -407,3 +407,19 @@ def test_the_diff_flags_exactly_the_pass_to_fail_flips(before: dict[str, bool], 
     assert {d.name for d in regressions(diffs)} == flipped
     changes = [d.change for d in diffs]
     assert changes == sorted(changes, key=["regressed", "fixed", "new", "not_run", "unchanged"].index)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>{"name": "read_file", "arguments": {"path": "b.txt"}}</tool_call>',
+        '<｜DSML｜function_calls><｜DSML｜invoke name="read_file">',
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file",
+        '{"name": "read_file", "arguments": {"path": "a.txt"}}',
+    ],
+)
+def test_no_markup_rejects_leaked_tool_calls(text: str) -> None:
+    from loopwarden.eval.verifiers import no_markup
+
+    assert no_markup(f"Results: {text}") is not None
+    assert no_markup("Flow rose linearly; the <b>peak</b> was 12.4 L/min (see table 2).") is None

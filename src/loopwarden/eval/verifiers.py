@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from ..models.markup import MARKUP_HINT
 from ..verify import Verifier
 
 _MARKUP = re.compile(
@@ -15,7 +16,7 @@ _MARKUP = re.compile(
 
 def no_markup(text: str) -> str | None:
     """Tool-call markup leaked into prose (a collapse during drafting) is not an answer."""
-    match = _MARKUP.search(text)
+    match = _MARKUP.search(text) or MARKUP_HINT.search(text)  # ours, or the client's DSML detector
     return f"the text contains tool-call markup ({match.group(0)!r}); write plain prose" if match else None
 
 
