@@ -40,7 +40,7 @@ class CountingJob:
 async def test_fifty_concurrent_submissions_with_four_slots(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     allowed = tmp_path / "allowed"
     (allowed / "exp").mkdir(parents=True)
-    (allowed / "exp" / "job.json").write_text(json.dumps({"events": 30, "delay": 0.005}))
+    (allowed / "exp" / "job.json").write_text(json.dumps({"events": 30, "delay": 0.02}))
     settings = ServerSettings(
         db_path=tmp_path / "state" / "runs.db",
         runs_dir=tmp_path / "state" / "runs",
