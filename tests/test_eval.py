@@ -423,3 +423,25 @@ def test_no_markup_rejects_leaked_tool_calls(text: str) -> None:
 
     assert no_markup(f"Results: {text}") is not None
     assert no_markup("Flow rose linearly; the <b>peak</b> was 12.4 L/min (see table 2).") is None
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(st.dictionaries(st.sampled_from(["name", "input", "tools", "model", "expect", "checklist", "x"]), _json))
+def test_any_yaml_mapping_loads_or_fails_with_a_case_error(data: dict[str, Any]) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "case.yaml"
+        path.write_text(yaml.safe_dump(data), encoding="utf-8")
+        try:
+            case = load_case(path)
+        except CaseError as error:
+            assert "case.yaml" in str(error)
+        else:
+            assert case.path == path
