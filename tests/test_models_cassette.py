@@ -128,3 +128,22 @@ def test_importing_a_missing_cassette_is_a_usage_error(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert not (tmp_path / "x.yaml").exists()
+
+
+async def test_a_cassette_file_stores_each_history_once_and_loads_back_equal(tmp_path: Path) -> None:
+    path = tmp_path / "long.cassette.json"
+    await record_unguarded_collapse(path, calls=30)
+    loaded = load_cassette(path)
+    histories = [len(i.request.messages) for i in loaded.interactions]
+    assert histories == sorted(histories) and histories[-1] > 30  # full histories in memory
+    full = loaded.model_dump_json(indent=1)
+    assert path.stat().st_size * 5 < len(full)  # on disk, each message once
+    save_cassette(loaded, tmp_path / "again.json")
+    assert load_cassette(tmp_path / "again.json") == loaded
+
+
+def test_a_corrupt_cassette_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{"model": "m", "interactions": [{"request": {"messages": [], "prefix": 3}}]}')
+    with pytest.raises(ValueError, match="shares 3 messages"):
+        load_cassette(path)

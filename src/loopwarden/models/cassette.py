@@ -20,7 +20,8 @@ from pydantic import BaseModel, Field
 
 from .base import Model, ModelError, ModelReply, ModelRequest
 
-CASSETTE_VERSION = 1
+CASSETTE_VERSION = 2
+"""2: request histories stored as the messages added since the previous request."""
 
 
 class RecordedError(BaseModel):
@@ -117,13 +118,43 @@ class ReplayModel:
         return len(self.requests)
 
 
+def _compact(cassette: Cassette) -> dict[str, Any]:
+    """The cassette as JSON data, each request's history stored as the messages added since the
+    previous request (`prefix` = how many it shares), so a long run's file grows linearly."""
+    data = cassette.model_dump(mode="json")
+    previous: list[Any] = []
+    for item in data["interactions"]:
+        messages = item["request"]["messages"]
+        shared = len(previous) if messages[: len(previous)] == previous else 0
+        item["request"]["prefix"] = shared
+        item["request"]["messages"] = messages[shared:]
+        previous = messages
+    data["version"] = CASSETTE_VERSION
+    return data
+
+
+def _expand(data: dict[str, Any]) -> Cassette:
+    previous: list[Any] = []
+    for item in data.get("interactions", []):
+        request = item.get("request", {})
+        shared = request.pop("prefix", 0)
+        if not isinstance(shared, int) or not 0 <= shared <= len(previous):
+            raise ValueError(f"bad cassette: a request shares {shared!r} messages with one of {len(previous)}")
+        request["messages"] = previous[:shared] + list(request.get("messages", []))
+        previous = request["messages"]
+    return Cassette.model_validate(data)
+
+
 def save_cassette(cassette: Cassette, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(cassette.model_dump_json(indent=1), encoding="utf-8")
+    tmp.write_text(json.dumps(_compact(cassette), indent=1, ensure_ascii=False), encoding="utf-8")
     tmp.replace(path)
     return path
 
 
 def load_cassette(path: Path) -> Cassette:
-    return Cassette.model_validate_json(path.read_text(encoding="utf-8"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a cassette is a JSON object")
+    return _expand(data)
