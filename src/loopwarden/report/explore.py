@@ -9,10 +9,10 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from ..agent import Agent
 from ..config import LoopConfig
 from ..events import Event, EventStamper, RunFinished
 from ..guard.budget import Budgets
-from ..agent import Agent
 from ..models.base import Model
 from .events import ExplorationCutOff, ExplorationDone, IsolationProbed
 from .findings import cross_table_findings, strongest_correlations, table_findings, title_of
@@ -90,8 +90,8 @@ async def explore(
                       strict=strict)  # fmt: skip
     record = record.model_copy(
         update={
-            "figures": list(ctx.figures),
-            "tables": list(ctx.tables.values()),
+            "figures": sorted(ctx.figures, key=lambda f: f.path),
+            "tables": [ctx.tables[path] for path in sorted(ctx.tables)],
             "coverage": ctx.coverage.ledger(),
             "offline": bool(getattr(model, "offline", False)),
             "stop_reason": stop_reason,

@@ -160,7 +160,9 @@ class OfflineExplorer:
         assert self._ctx is not None
         ctx = self._ctx
         frames = self._frames()
-        texts = {p: t for p, t in ctx.texts.items() if p not in frames}
+        # Documents only (not image readings), in path order: tools finish in any order.
+        images = {f.path for f in ctx.scan.files if f.kind == "images"}
+        texts = {p: ctx.texts[p] for p in sorted(ctx.texts) if p not in frames and p not in images}
         notes = "\n".join(texts.values())
         title = next((t for p, text in sorted(texts.items()) if (t := title_of(text))), None)
         columns = sorted({c for frame in frames.values() for c in numeric_columns(frame)})
@@ -172,8 +174,9 @@ class OfflineExplorer:
         findings = [f"Offline exploration by the {OFFLINE_LABEL}: findings computed directly from the data."]
         findings += [f for path, frame in frames.items() for f in table_findings(path, frame)]
         findings += cross_table_findings(frames) + strongest_correlations(frames)
-        requirements = section(notes, "assignment", "task", "requirement", "deliverable")
-        method = section(notes, "method", "procedure", "setup", "apparatus")
+        # Sections are looked up per document, so one file's section never runs into the next file.
+        requirements = [line for t in texts.values() for line in section(t, "assignment", "task", "requirement")]
+        method = [line for t in texts.values() for line in section(t, "method", "procedure", "setup", "apparatus")]
         params = [p for p in texts if p.endswith((".yaml", ".yml", ".json", ".toml", ".ini", ".cfg"))]
         methodology = " ".join(method)
         if params:
