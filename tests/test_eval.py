@@ -445,3 +445,13 @@ def test_any_yaml_mapping_loads_or_fails_with_a_case_error(data: dict[str, Any])
             assert "case.yaml" in str(error)
         else:
             assert case.path == path
+
+
+def test_the_readme_case_example_is_a_valid_case(tmp_path: Path) -> None:
+    readme = (SUITE.parent / "README.md").read_text(encoding="utf-8")
+    example = readme.split("A case is one YAML file:", 1)[1].split("```yaml", 1)[1].split("```", 1)[0]
+    path = tmp_path / "example.yaml"
+    path.write_text(example, encoding="utf-8")
+    case = load_case(path)
+    result = asyncio.run(run_case(case))
+    assert result.passed, result.reasons
