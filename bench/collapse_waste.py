@@ -37,24 +37,25 @@ async def measure(frameworks: list[str]) -> list[Row]:
 
 def table(rows: list[Row]) -> str:
     lines = [
-        "| scenario | framework | how it ended | model calls, onset to stop | tokens, onset to stop"
-        " | tokens vs loopwarden | checklist done |",
-        "|---|---|---|---:|---:|---:|:---:|",
+        "| scenario | framework | how it ended | model calls, all | model calls, onset to stop"
+        " | tokens, onset to stop | tokens vs loopwarden | checklist done |",
+        "|---|---|---|---:|---:|---:|---:|:---:|",
     ]
     baseline = {
         r.scenario.name: r.outcome.meter.waste()[1] for r in rows if r.outcome and r.outcome.framework == "loopwarden"
     }
     for r in rows:
         if r.outcome is None:
-            lines.append(f"| {r.scenario.title} | ? | could not run: {r.error} | | | | |")
+            lines.append(f"| {r.scenario.title} | ? | could not run: {r.error} | | | | | |")
             continue
         calls, tokens = r.outcome.meter.waste()
         at_least = ">= " if r.outcome.meter.capped else ""
-        ratio = tokens / baseline[r.scenario.name] if baseline.get(r.scenario.name) else float("nan")
+        base = baseline.get(r.scenario.name)
+        ratio = f"{at_least}{tokens / base:.1f}x" if base else "-"
         done = "yes" if r.scenario.completed(r.outcome.world) else "no"
         lines.append(
-            f"| {r.scenario.title} | {r.outcome.framework} | {r.outcome.ended} | {at_least}{calls} | "
-            f"{at_least}{tokens:,} | {at_least}{ratio:.1f}x | {done} |"
+            f"| {r.scenario.title} | {r.outcome.framework} | {r.outcome.ended} | {at_least}{r.outcome.meter.calls} | "
+            f"{at_least}{calls} | {at_least}{tokens:,} | {ratio} | {done} |"
         )
     return "\n".join(lines)
 

@@ -84,8 +84,9 @@ class Scenario:
     prompt: str
     tools: tuple[str, ...]
     policy: Policy
-    onset: int
-    """The model call at which the loop begins (the first call that repeats earlier work)."""
+    onset: int | None
+    """The model call at which the loop begins (the first call that repeats earlier work); None
+    for a healthy task, where nothing is waste."""
     checklist: tuple[tuple[str, dict[str, Any]], ...]
     """(tool, args) that must have run for the task to count as done."""
 
@@ -128,6 +129,13 @@ _QUERIES = [
 
 def _stagnation(i: int, since_steer: int | None) -> Decision:
     return Call("search", {"query": f"{_QUERIES[(i - 1) % len(_QUERIES)]} v{(i - 1) // len(_QUERIES)}"})
+
+
+LONG_TASK_PARTS = 14
+
+
+def _long_healthy(i: int, since_steer: int | None) -> Decision:
+    return Call("read_file", {"path": f"part-{i}.txt"}) if i <= LONG_TASK_PARTS else Answer("All parts read.")
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -176,6 +184,15 @@ SCENARIOS: tuple[Scenario, ...] = (
         onset=4,
         checklist=(("search", {"query": "P-7 maintenance report 2019 v0"}),),
     ),
+    Scenario(
+        "long_healthy",
+        f"No loop: a healthy task of {LONG_TASK_PARTS} distinct reads",
+        "Read every part of the manual and summarise it.",
+        ("read_file",),
+        _long_healthy,
+        onset=None,
+        checklist=tuple(("read_file", {"path": f"part-{i}.txt"}) for i in range(1, LONG_TASK_PARTS + 1)),
+    ),
 )
 
 
@@ -209,6 +226,8 @@ class Meter:
 
     def waste(self) -> tuple[int, int]:
         """Model calls and tokens from the onset of the loop to the stop."""
+        if self.scenario.onset is None:
+            return 0, 0
         after = self.input_tokens[self.scenario.onset - 1 :]
         return len(after), sum(after) + OUTPUT_TOKENS * len(after)
 
