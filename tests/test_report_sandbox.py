@@ -211,3 +211,18 @@ def test_safe_filename() -> None:
     assert safe_filename("../../etc/passwd") == "passwd.png"
     assert safe_filename("") == "figure.png"
     assert safe_filename("Field scan (run 1).svg") == "Field_scan_run_1.png"
+
+
+@needs_isolation
+def test_cpu_time_limit_kills_a_busy_child(folders: tuple[Path, Path, Path]) -> None:
+    box = FigureSandbox(folders[0], folders[1], ISOLATION, limits=Limits(cpu_seconds=2, wall_seconds=60))
+    outcome = asyncio.run(box.run("x = 0\nwhile True:\n    x += 1", "f"))
+    assert not outcome.ok and outcome.error_type == "crashed" and "CPU time limit" in outcome.message
+    assert outcome.pgid_gone
+
+
+@needs_isolation
+def test_file_size_limit_stops_a_huge_write(folders: tuple[Path, Path, Path]) -> None:
+    box = FigureSandbox(folders[0], folders[1], ISOLATION, limits=Limits(file_bytes=1 << 20, wall_seconds=60))
+    outcome = asyncio.run(box.run("pd.DataFrame(np.zeros((400000, 4))).to_csv('big.csv')\nplt.plot([1])", "f"))
+    assert not outcome.ok and "file size limit" in outcome.message and outcome.pgid_gone

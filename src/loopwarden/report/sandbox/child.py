@@ -7,6 +7,7 @@ stack only: it never imports loopwarden (it loads two stdlib-only modules by fil
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib.util
 import io
 import json
@@ -30,8 +31,9 @@ def _load_module(name: str, path: str) -> ModuleType:
 
 
 def _limits(config: dict[str, Any]) -> None:
+    # CPU: the soft limit sends SIGXCPU (a clear cause of death); the hard one a second later kills.
+    resource.setrlimit(resource.RLIMIT_CPU, (config["cpu_seconds"], config["cpu_seconds"] + 1))
     for name, value in (
-        ("RLIMIT_CPU", config["cpu_seconds"]),
         ("RLIMIT_AS", config["memory_bytes"]),
         ("RLIMIT_FSIZE", config["file_bytes"]),
         ("RLIMIT_NOFILE", config["open_files"]),
@@ -125,6 +127,11 @@ def main() -> int:
         status = _save(stack["plt"], config["figure_path"])
     except MemoryError:
         status = {"ok": False, "error_type": "memory_limit", "message": "the code ran out of its memory limit"}
+    except OSError as error:
+        if error.errno == errno.EFBIG:  # Python ignores SIGXFSZ, so the limit shows up as EFBIG
+            status = {"ok": False, "error_type": "file_size_limit", "message": "the code hit its file size limit"}
+        else:
+            status = {"ok": False, "error_type": type(error).__name__, "message": _short_traceback(error)}
     except BaseException as error:
         status = {"ok": False, "error_type": type(error).__name__, "message": _short_traceback(error)}
     status["output"] = captured.getvalue()[-2000:]

@@ -247,7 +247,12 @@ def _last_json_line(stdout: bytes) -> dict[str, Any] | None:
 def _died(returncode: int | None, stderr: bytes) -> str:
     if returncode is not None and returncode < 0:
         name = signal.Signals(-returncode).name
-        reason = {"SIGXCPU": "CPU time limit", "SIGKILL": "killed", "SIGSYS": "forbidden system call"}.get(name, name)
+        reason = {
+            "SIGXCPU": "CPU time limit",
+            "SIGXFSZ": "file size limit",
+            "SIGKILL": "killed",
+            "SIGSYS": "forbidden system call",
+        }.get(name, name)
         return f"the figure process died ({reason})"
     tail = stderr.decode("utf-8", errors="replace").strip().splitlines()[-3:]
     return f"the figure process exited with code {returncode}: {' / '.join(tail)}"
