@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from loopwarden.report.paths import OUT_OF_BOUNDS, OutOfBounds, PathGuard
 
@@ -135,3 +137,26 @@ def test_open_dir(layout: tuple[Path, Path]) -> None:
         guard.open_dir("a.txt")
     with pytest.raises(OutOfBounds):
         guard.open_dir("..")
+
+
+SEGMENTS = ["..", ".", "a.txt", "sub", "b.txt", "escape", "alias.txt", "", "/", "~", "\x00", "data2", "secret.txt"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(SEGMENTS), min_size=1, max_size=6), lead=st.sampled_from(["", "/", "./"]))
+def test_no_path_ever_opens_a_file_outside_the_root(layout: tuple[Path, Path], parts: list[str], lead: str) -> None:
+    root, base = layout
+    if not (root / "escape").exists():
+        (root / "escape").symlink_to(base / "data2")
+        (root / "alias.txt").symlink_to(root / "sub" / "b.txt")
+    guard = PathGuard(root)
+    path = lead + "/".join(parts)
+    try:
+        fd = guard.open_file(path)
+    except OutOfBounds:
+        return
+    try:
+        opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    finally:
+        os.close(fd)
+    assert opened.is_relative_to(root.resolve())
