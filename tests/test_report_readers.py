@@ -238,3 +238,9 @@ def test_offline_ocr_reads_text_and_numbers() -> None:
     data = png_with_text("Peak 12.4 mT")
     reading = asyncio.run(read_image_bytes("f.png", "png", data, "", vision=None, ocr=OcrReader()))
     assert reading.reader == "ocr" and "12.4" in reading.text and "320x120" in reading.text
+
+
+def test_a_table_that_cannot_be_profiled_is_shown_as_text(tmp_path: Path) -> None:
+    (tmp_path / "ragged.csv").write_text('a,b\n1,2\n"unterminated,3\n')
+    outcome = reader(tmp_path).read("ragged.csv")
+    assert outcome.mode == "text" and "could not be profiled as a table" in outcome.text and "a,b" in outcome.text

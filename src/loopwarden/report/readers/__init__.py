@@ -72,14 +72,23 @@ class FileReader:
                     "image",
                     complete=False,
                 )
+            note = ""
             if ext in TABLE_EXTS and offset == 0 and limit is None:
-                return self._table(f, key, ext)
+                try:
+                    return self._table(f, key, ext)
+                except Exception as error:  # ragged rows, odd encodings: show the lines instead
+                    if ext.startswith("xls"):
+                        raise
+                    note = f"[{rel} could not be profiled as a table ({type(error).__name__}); shown as text]\n"
+                    f.seek(0)
             if ext in CONVERTERS:
                 return self._document(f, key, ext, offset, limit)
             head = file_head(f.fileno())
             if looks_binary(head):
                 return ReadOutcome(rel, _binary_message(rel, info.st_size, head), "binary", complete=False)
-            return self._text(f, key, offset, limit)
+            outcome = self._text(f, key, offset, limit)
+            outcome.text = note + outcome.text
+            return outcome
 
     def _text(self, f: BufferedReader, key: _Key, offset: int, limit: int | None) -> ReadOutcome:
         index = self._indexes.get(key)
