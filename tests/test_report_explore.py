@@ -170,3 +170,11 @@ def test_fallback_record_names_what_was_read(data: Path) -> None:
     assert record.degraded
     joined = " ".join(record.key_findings)
     assert "flow_lpm" in joined and "speed_rpm" in joined and "12.4" in joined
+
+
+def test_a_text_answer_instead_of_finishing_degrades_and_keeps_the_words(data: Path) -> None:
+    model = ScriptedModel([call("read_file", {"path": "flow.csv"}), "Flow is proportional to speed."])
+    record = record_of(run(data, model))
+    assert record.degraded and record.stop_reason == "final_answer"
+    assert record.key_findings[-1].endswith("Flow is proportional to speed.")
+    assert any("flow_lpm" in f for f in record.key_findings)

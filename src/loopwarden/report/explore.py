@@ -85,6 +85,10 @@ async def explore(
         degraded = False
     else:
         record = fallback_record(ctx)
+        if finished is not None and isinstance(finished.output, str) and finished.output.strip():
+            # The model answered in text instead of finishing: keep its words, marked as such.
+            summary = f"The model's own summary (not checked against the data): {finished.output.strip()[:2000]}"
+            record = record.model_copy(update={"key_findings": [*record.key_findings, summary]})
         degraded = True
         yield stamper(ExplorationCutOff, stop_reason=stop_reason, message=_cut_off_message(stop_reason, strict),
                       strict=strict)  # fmt: skip
