@@ -28,8 +28,9 @@ class CoverageTracker:
                 self._set(entry, "skipped", reason)
             return
         if outcome.mode == "table":
-            entry.chars_read = max(entry.chars_read, outcome.chars)
+            # The profile was computed from the whole table: all of it counts as read.
             entry.total_chars = outcome.total_chars
+            entry.chars_read = outcome.total_chars or outcome.chars
             self._set(entry, "read", "table profiled (shape, columns, statistics, first rows)")
             return
         spans = self._lines.setdefault(outcome.path, [])
