@@ -62,8 +62,9 @@ def table(rows: list[Row]) -> str:
 
 def notes() -> str:
     return (
-        f"Tokens are metered identically for every framework by the scripted model: characters of the messages the "
-        f"framework sent / 4, plus 20 output tokens per call. Runs a framework had not stopped after "
+        "Tokens are metered identically for every framework by the scripted model: characters of what the "
+        "framework sent that a model reads (system prompt, roles, text, tool names and arguments; not ids or "
+        "timestamps) / 4, plus 20 output tokens per call. Runs a framework had not stopped after "
         f"{MEASUREMENT_CAP} model calls were ended by the benchmark and show `>=`."
     )
 

@@ -68,6 +68,20 @@ def _tool_functions(world: World, names: tuple[str, ...]) -> list[Callable[..., 
     return [table[n] for n in names]
 
 
+READABLE = ("role", "type", "content", "name", "arguments", "output", "args", "tool_calls", "function")
+
+
+def _readable(message: dict[str, Any]) -> dict[str, Any]:
+    """What of a message reaches a model as text: roles, content, tool names and arguments (ids,
+    statuses and timestamps left out), so the token meter is the same for every framework."""
+    kept = {k: v for k, v in message.items() if k in READABLE and v is not None}
+    if isinstance(kept.get("tool_calls"), list):
+        kept["tool_calls"] = [_readable(c) for c in kept["tool_calls"] if isinstance(c, dict)]
+    if isinstance(kept.get("function"), dict):
+        kept["function"] = _readable(kept["function"])
+    return kept
+
+
 # -- loopwarden --------------------------------------------------------------------------------
 
 
@@ -81,7 +95,9 @@ async def run_loopwarden(scenario: Scenario, limit: int | None = None) -> Outcom
         asked_to_answer = not request.tools and request.messages[-1].get("role") == "user"
         # With tools merely narrowed away, a collapsed model goes on calling them (the strict case).
         decision = meter.decide(
-            prompt_chars=chars(request.messages), tools_offered=not asked_to_answer, steered=users > 1
+            prompt_chars=chars([_readable(m) for m in request.messages]),
+            tools_offered=not asked_to_answer,
+            steered=users > 1,
         )
         if isinstance(decision, Answer):
             return decision.text
@@ -125,7 +141,8 @@ async def run_langgraph(scenario: Scenario, limit: int | None = None) -> Outcome
             self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
         ) -> ChatResult:
             payload = [
-                {"role": m.type, "content": m.content, "tool_calls": getattr(m, "tool_calls", None)} for m in messages
+                _readable({"role": m.type, "content": m.content, "tool_calls": getattr(m, "tool_calls", None)})
+                for m in messages
             ]
             decision = meter.decide(prompt_chars=chars(payload), tools_offered=True)
             if isinstance(decision, Answer):
@@ -176,7 +193,8 @@ async def run_openai_agents(scenario: Scenario, limit: int | None = None) -> Out
         async def get_response(
             self, system_instructions: Any, input: Any, model_settings: Any, tools: Any, *a: Any, **kw: Any
         ) -> ModelResponse:
-            payload = [system_instructions, input]
+            items = [input] if isinstance(input, str) else [_readable(dict(i)) for i in input]
+            payload = [system_instructions, items]
             decision = meter.decide(prompt_chars=chars(payload), tools_offered=bool(tools))
             if isinstance(decision, Answer):
                 text = ResponseOutputText(text=decision.text, type="output_text", annotations=[])
@@ -225,7 +243,11 @@ async def run_pydantic_ai(scenario: Scenario, limit: int | None = None) -> Outco
     meter, world = Meter(scenario), World()
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        payload = [[part.__dict__ for part in m.parts] for m in messages]
+        # What reaches a real model: kinds, text, tool names and arguments (not timestamps or ids).
+        payload = [
+            [{k: getattr(p, k, None) for k in ("part_kind", "content", "tool_name", "args")} for p in m.parts]
+            for m in messages
+        ]
         decision = meter.decide(prompt_chars=chars(payload), tools_offered=bool(info.function_tools))
         if isinstance(decision, Answer):
             return ModelResponse(parts=[TextPart(decision.text)])

@@ -6,8 +6,9 @@ the 1-based index of this model call, whether tools are offered, and whether the
 steered it (a message from the runtime after the task began; only loopwarden does that). The
 tools are plain Python functions; each run gets a fresh `World` that logs what really ran.
 
-Tokens are metered identically for every framework: input tokens = characters of the messages
-the framework actually sent / 4 (system prompt and history included), output = 20 per call.
+Tokens are metered identically for every framework: input tokens = characters of what the
+framework actually sent that a model reads (system prompt, history: roles, text, tool names and
+arguments; not ids or timestamps) / 4, output = 20 per call.
 """
 
 from __future__ import annotations
