@@ -7,31 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from eventcheck import shell_tool, verdicts_of
 from loopwarden import Agent, Budgets, LoopConfig, RetryPolicy, ScriptedModel, ToolResult, call, tool
-from loopwarden.events import Event, GuardVerdict, NudgeInjected
+from loopwarden.events import NudgeInjected
 from loopwarden.guard import ErrorLoopDetector, Rung
 from loopwarden.state import CallRecord, RunState
-from loopwarden.tools import Tool
-
-
-def shell_tool(workdir: Path) -> Tool:
-    @tool
-    def run(command: str) -> ToolResult | str:
-        """Run a shell command in the project folder.
-
-        Args:
-            command: the command line
-        """
-        done = subprocess.run(["sh", "-c", command], cwd=workdir, capture_output=True, text=True, timeout=10)
-        if done.returncode != 0:
-            return ToolResult.failure(f"exit_{done.returncode}", done.stderr.strip())
-        return done.stdout
-
-    return run
-
-
-def error_verdicts(events: list[Event]) -> list[GuardVerdict]:
-    return [e for e in events if isinstance(e, GuardVerdict) and e.detector == "error_loop"]
 
 
 def test_the_same_command_failing_with_differing_text_three_times_is_flagged(tmp_path: Path) -> None:
@@ -40,7 +20,7 @@ def test_the_same_command_failing_with_differing_text_three_times_is_flagged(tmp
     result = Agent(model, [shell_tool(tmp_path)]).run_sync("read the notes")
     texts = [e.message for e in result.events if e.type == "tool_result"]  # type: ignore[attr-defined]
     assert len(set(texts)) == 3  # three different error texts from three real runs of cat
-    [verdict] = error_verdicts(result.events)
+    [verdict] = verdicts_of(result.events, "error_loop")
     assert verdict.action == "nudge" and verdict.turn == 3 and verdict.count == 3
     assert "run failed 3 times in a row with exit_1" in verdict.reason
     assert len(verdict.evidence) == 3 and all("exit_1" in line for line in verdict.evidence)
@@ -70,7 +50,7 @@ def test_three_different_tools_failing_once_each_are_not_flagged(tmp_path: Path)
     )
     result = Agent(model, [shell_tool(tmp_path), fetch, parse]).run_sync("x")
     assert [e.ok for e in result.events if e.type == "tool_result"] == [False] * 3  # type: ignore[attr-defined]
-    assert error_verdicts(result.events) == []
+    assert verdicts_of(result.events, "error_loop") == []
     assert result.status == "completed" and result.output == "nothing worked, here is why"
 
 
@@ -78,7 +58,7 @@ def test_the_same_call_failing_identically_is_caught_at_once(tmp_path: Path) -> 
     same = call("run", {"command": "cat missing.txt"})
     model = ScriptedModel([same, same, "it is missing"])
     result = Agent(model, [shell_tool(tmp_path)]).run_sync("x")
-    [verdict] = error_verdicts(result.events)
+    [verdict] = verdicts_of(result.events, "error_loop")
     assert verdict.turn == 2 and verdict.action == "nudge"
     assert "failed identically again" in verdict.reason
 
@@ -88,7 +68,7 @@ def test_a_tool_that_keeps_failing_is_narrowed_then_stopped(tmp_path: Path) -> N
     config = LoopConfig(policy="fail", budgets=Budgets(max_tool_rounds=50))
     result = Agent(ScriptedModel(calls), [shell_tool(tmp_path)], config=config).run_sync("x")
     assert result.stop_reason == "error_loop" and result.status == "failed"
-    actions = [v.action for v in error_verdicts(result.events)]
+    actions = [v.action for v in verdicts_of(result.events, "error_loop")]
     assert actions[0] == "nudge" and "narrowed" in actions and actions[-1] == "stopped"
 
 
@@ -97,7 +77,7 @@ def test_a_success_in_between_resets_the_count(tmp_path: Path) -> None:
     names = ["gone-1", "present", "gone-2", "present", "gone-3", "gone-4"]
     model = ScriptedModel([*(call("run", {"command": f"cat {n}.txt"}) for n in names), "done"])
     result = Agent(model, [shell_tool(tmp_path)]).run_sync("x")
-    assert error_verdicts(result.events) == []  # never three failures of run in a row
+    assert verdicts_of(result.events, "error_loop") == []  # never three failures of run in a row
     assert result.status == "completed"
 
 
@@ -143,6 +123,6 @@ def test_the_identical_command_rerun_with_changing_error_text_is_flagged_at_thre
     messages = [e.message for e in result.events if e.type == "tool_result"]  # type: ignore[attr-defined]
     assert len(messages) == 3 and len(set(messages)) == 3
     # volatile numbers aside the failure is identical: flagged at once, and counted on
-    early, third = error_verdicts(result.events)
+    early, third = verdicts_of(result.events, "error_loop")
     assert (early.turn, early.action) == (2, "nudge") and "failed identically again" in early.reason
     assert (third.turn, third.count) == (3, 3) and "failed 3 times in a row with unavailable" in third.reason

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from eventcheck import shell_tool, verdicts_of
 from helpers import require_binary
 from loopwarden import Agent, ChecklistItem, FunctionModel, LoopConfig, ModelRequest, ScriptedModel, call, tool
-from loopwarden.events import Event, GuardVerdict
 from loopwarden.guard.no_progress import content_hash
 from loopwarden.models import ToolCall
-from loopwarden.tools import Tool, ToolResult
+from loopwarden.tools import ToolResult
 
 STATUS_VARIANTS = [
     "git status",
@@ -40,35 +40,19 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def shell(workdir: Path) -> Tool:
-    @tool
-    def run(command: str) -> ToolResult | str:
-        """Run a shell command in the repository.
-
-        Args:
-            command: the command line
-        """
-        done = subprocess.run(["sh", "-c", command], cwd=workdir, capture_output=True, text=True, timeout=10)
-        if done.returncode != 0:
-            return ToolResult.failure(f"exit_{done.returncode}", done.stderr.strip())
-        return done.stdout
-
-    return run
-
-
-def found(events: list[Event]) -> list[GuardVerdict]:
-    return [e for e in events if isinstance(e, GuardVerdict) and e.detector == "no_progress"]
-
-
 def test_varied_commands_with_identical_results_are_flagged(repo: Path) -> None:
     model = ScriptedModel([call("run", {"command": c}) for c in STATUS_VARIANTS])
-    result = Agent(model, [shell(repo)], config=LoopConfig(policy="fail")).run_sync("what changed?")
+    result = Agent(model, [shell_tool(repo)], config=LoopConfig(policy="fail")).run_sync("what changed?")
     outputs = [e.preview for e in result.events if e.type == "tool_result" and e.executed]  # type: ignore[attr-defined]
     assert len(outputs) == 5 and len(set(outputs)) == 1  # every variant printed the same status
-    assert [(v.action, v.turn) for v in found(result.events)] == [("nudge", 4), ("narrowed", 5), ("stopped", 6)]
+    assert [(v.action, v.turn) for v in verdicts_of(result.events, "no_progress")] == [
+        ("nudge", 4),
+        ("narrowed", 5),
+        ("stopped", 6),
+    ]
     assert result.stop_reason == "no_progress" and result.status == "failed"
-    assert "3 rounds in a row returned nothing new" in found(result.events)[0].reason
-    assert any("git --no-pager status" in line for line in found(result.events)[0].evidence)
+    assert "3 rounds in a row returned nothing new" in verdicts_of(result.events, "no_progress")[0].reason
+    assert any("git --no-pager status" in line for line in verdicts_of(result.events, "no_progress")[0].evidence)
 
 
 def test_the_same_commands_are_fine_when_the_results_change(repo: Path) -> None:
@@ -77,8 +61,8 @@ def test_the_same_commands_are_fine_when_the_results_change(repo: Path) -> None:
     for i, command in enumerate(diffs):
         calls += [call("run", {"command": f"echo line {i} >> draft.md"}), call("run", {"command": command})]
     model = ScriptedModel([*calls, "five edits made"])
-    result = Agent(model, [shell(repo)]).run_sync("edit and check")
-    assert found(result.events) == []
+    result = Agent(model, [shell_tool(repo)]).run_sync("edit and check")
+    assert verdicts_of(result.events, "no_progress") == []
     assert result.status == "completed"
 
 
@@ -96,7 +80,7 @@ def test_segmented_reads_of_new_content_are_not_flagged(tmp_path: Path) -> None:
         return call("read_lines", {"path": "log.txt", "offset": 20 * n}) if n < 10 else "read all 200 lines"
 
     result = Agent(FunctionModel(reader), [read_lines]).run_sync("read log.txt")
-    assert found(result.events) == []
+    assert verdicts_of(result.events, "no_progress") == []
     assert result.status == "completed" and result.totals.tool_executions == 10
 
 
@@ -116,7 +100,7 @@ def test_results_that_differ_only_in_volatile_fields_are_not_new() -> None:
         }
 
     result = Agent(ScriptedModel([*calls, "still queued"]), [job_info]).run_sync("x")
-    assert [v.action for v in found(result.events)] == ["nudge", "narrowed"]
+    assert [v.action for v in verdicts_of(result.events, "no_progress")] == ["nudge", "narrowed"]
 
 
 def test_a_checklist_item_done_is_progress_even_with_a_seen_result() -> None:
@@ -129,7 +113,7 @@ def test_a_checklist_item_done_is_progress_even_with_a_seen_result() -> None:
     checklist = [ChecklistItem(name=s, tool="check", when=lambda args, r, s=s: args["step"] == s) for s in steps]
     model = ScriptedModel([*(call("check", {"step": s}) for s in steps), "all green"])
     result = Agent(model, [check], checklist=checklist).run_sync("x")
-    assert found(result.events) == []
+    assert verdicts_of(result.events, "no_progress") == []
     assert result.stop_reason == "checklist_complete" and result.output == "all green"
 
 
@@ -141,7 +125,7 @@ def test_rounds_answered_from_the_cache_are_not_counted() -> None:
 
     same = call("read", {"path": "a"})
     result = Agent(ScriptedModel([same] * 5), [read], config=LoopConfig(policy="fail")).run_sync("x")
-    assert found(result.events) == []
+    assert verdicts_of(result.events, "no_progress") == []
     assert result.stop_reason == "repeated_call"
 
 
