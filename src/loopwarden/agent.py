@@ -21,6 +21,7 @@ from .router import Router
 from .state import ChecklistItem, RunState
 from .tools import ToolLike, ToolRegistry
 from .toolsearch import ToolSearch
+from .trace.tracing import Tracer, TraceTarget, resolve_trace
 from .verify import Verifier
 
 
@@ -60,8 +61,12 @@ class Agent:
     """Who runs act for; its roles replace `principal_roles` when set."""
     clock: Callable[[], datetime] | None = None
     """Read once at run start; relative dates in the run resolve from it (default: now, UTC)."""
+    trace: TraceTarget = None
+    """Keep every run: a RunStore or a SQLite path (events and model exchanges), or a callable
+    taking each event. None follows LOOPWARDEN_TRACE_DB, read here once; False never traces."""
 
     def __post_init__(self) -> None:
+        self.trace = resolve_trace(self.trace)
         if not isinstance(self.tools, ToolRegistry):
             self.tools = ToolRegistry(self.tools)
         if self.tool_search is not None and self.tool_search.name not in self.tools:
@@ -78,11 +83,11 @@ class Agent:
         """Run and yield events. Pass a `stamper` to number this run's events within a larger
         sequence (a pipeline running several phases under one run id)."""
         run_id = stamper.run_id if stamper else run_id or uuid.uuid4().hex
-        return Run(self, prompt, run_id, stamper).events()
+        return self._start(prompt, run_id, stamper)[1]
 
     async def run(self, prompt: str | list[Message], *, run_id: str | None = None) -> RunResult:
-        run = Run(self, prompt, run_id or uuid.uuid4().hex)
-        events = [event async for event in run.events()]
+        run, stream = self._start(prompt, run_id or uuid.uuid4().hex)
+        events = [event async for event in stream]
         last = events[-1]
         assert isinstance(last, RunFinished)
         return RunResult(
@@ -108,6 +113,17 @@ class Agent:
     ) -> AsyncIterator[Event]:
         """Continue a run that paused for approval (approval.py), with a decision per call id."""
         agent = replace(self, approvals=ApprovalGate.with_decisions(decisions, self.approvals))
-        run = Run(agent, pending.messages, stamper.run_id if stamper else pending.run_id, stamper)
+        run, stream = agent._start(pending.messages, stamper.run_id if stamper else pending.run_id, stamper)
         run.messages, run.turn, run.replay = list(pending.messages), pending.turn, pending.replay()
-        return run.events()
+        return stream
+
+    def _start(
+        self, prompt: str | list[Message], run_id: str, stamper: EventStamper | None = None
+    ) -> tuple[Run, AsyncIterator[Event]]:
+        """A run and its event stream, through the tracer when this agent traces (trace/tracing.py)."""
+        if not isinstance(self.trace, Tracer):
+            run = Run(self, prompt, run_id, stamper)
+            return run, run.events()
+        tracer = self.trace
+        run = Run(replace(self, model=tracer.model(self.model, run_id), trace=False), prompt, run_id, stamper)
+        return run, tracer.record(run.events())

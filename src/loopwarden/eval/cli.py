@@ -127,16 +127,25 @@ def register(app: typer.Typer) -> None:
 
     @app.command("eval-import")
     def eval_import(
-        cassette: Annotated[Path, typer.Argument(help="A cassette saved from a real run (RecordingModel).")],
+        cassette: Annotated[
+            Path, typer.Argument(help="A cassette saved from a real run (RecordingModel), or a run id with --db.")
+        ],
         out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the case (YAML).")],
         name: Annotated[str | None, typer.Option(help="Case name (default: the file name).")] = None,
         intent: Annotated[str, typer.Option(help="Intent the case belongs to.")] = "default",
+        db: Annotated[
+            Path | None,
+            typer.Option(help="A traced run store: import the run id given (its cassette goes next to -o)."),
+        ] = None,
     ) -> None:
         """Turn a recorded run into a regression case: replayed model, canned tool results."""
-        from .importer import case_from_cassette
+        from .importer import case_from_cassette, case_from_run
 
         try:
-            text = case_from_cassette(cassette, out, name=name, intent=intent)
+            if db is None:
+                text = case_from_cassette(cassette, out, name=name, intent=intent)
+            else:
+                text = case_from_run(db, str(cassette), out, name=name, intent=intent)
         except (ValueError, OSError) as error:
             typer.echo(f"cannot import {cassette}: {error}", err=True)
             raise typer.Exit(EXIT_USAGE) from None

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..models.cassette import Cassette, load_cassette
+from ..models.cassette import Cassette, load_cassette, save_cassette
 
 REPEAT_NOTICE = "[repeated call #"
 
@@ -106,3 +107,19 @@ def case_from_cassette(path: Path, out: Path, *, name: str | None = None, intent
     data = case_data(cassette, ref, name=name or out.stem, intent=intent)
     header = "# Imported badcase: adjust `expect:` to what the fixed runtime must do.\n"
     return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def case_from_run(db: Path, run_id: str, out: Path, *, name: str | None = None, intent: str = "default") -> str:
+    """YAML text of a case replaying a traced run (`Agent(trace=...)`, LOOPWARDEN_TRACE_DB): its
+    model exchanges are written as a cassette next to `out` (`<out stem>.cassette.json`)."""
+    from ..trace.exchanges import cassette_for_run
+    from ..trace.store import RunStore
+
+    if not db.is_file():
+        raise ValueError(f"no run store at {db}")
+    try:
+        cassette = cassette_for_run(RunStore(db), run_id)
+    except sqlite3.Error as error:  # not a run store, or a damaged one: say so, never a traceback
+        raise ValueError(f"{db} is not a readable run store: {error}") from None
+    path = save_cassette(cassette, out.with_name(f"{out.stem}.cassette.json"))
+    return case_from_cassette(path, out, name=name, intent=intent)

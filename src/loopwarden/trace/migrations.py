@@ -68,4 +68,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        2,
+        "model exchanges: what each model call was sent and answered",
+        """
+        CREATE TABLE model_exchanges (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            n INTEGER NOT NULL,
+            base INTEGER NOT NULL DEFAULT 0,
+            prefix INTEGER NOT NULL DEFAULT 0,
+            model TEXT NOT NULL DEFAULT '',
+            request TEXT NOT NULL,
+            reply TEXT,
+            error TEXT,
+            ts REAL NOT NULL,
+            PRIMARY KEY (run_id, n)
+        ) WITHOUT ROWID;
+        """,
+    ),
 )

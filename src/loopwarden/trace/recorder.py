@@ -5,7 +5,7 @@
         ...                                    # events pass through unchanged
 
 The run row is created at the first event and closed with the final status, stop reason and
-totals at `run_finished`; a stream that raises or is cancelled leaves the run `failed` or
+totals at `run_finished`; a stream that raises, is cancelled or is left unread leaves the run `failed` or
 `cancelled` with every event up to that point kept. Store writes run in a worker thread so
 the event loop never waits on SQLite.
 """
@@ -39,7 +39,8 @@ class TraceRecorder:
                     finished = True
                     await asyncio.to_thread(self._close, event)
                 yield event
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, GeneratorExit):
+            # GeneratorExit: the consumer stopped reading mid-run (break, aclose): the run ends there.
             if run_id is not None and not finished:
                 self.store.set_status(run_id, "cancelled", message="the run was cancelled")
             raise

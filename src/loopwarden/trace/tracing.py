@@ -1,0 +1,106 @@
+"""Every run traced with one argument: `Agent(..., trace="runs.db")` (or a `RunStore`, or a
+callable that takes each event), or `LOOPWARDEN_TRACE_DB=runs.db` in the environment.
+
+With a store, each event is committed as it passes (trace/recorder.py: the run row ends with
+the run's status, or `failed`/`cancelled` if the run raises or is cancelled) and so is every
+model request with its reply (trace/exchanges.py), so a stored run can be imported as an eval
+case. A callable sink gets the events only.
+
+The environment is read once, when the Agent is built (`resolve_trace`), never per run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from ..events import Event
+from ..models.base import Model
+from .exchanges import TracedModel
+from .recorder import TraceRecorder
+from .store import RunStore
+
+TRACE_DB_ENV = "LOOPWARDEN_TRACE_DB"
+
+EventSink = Callable[[Event], Any]
+"""Called with each event in order; may return an awaitable (it is awaited before the event goes on)."""
+
+
+class Tracer:
+    """Where an Agent's runs go: a run store (events and model exchanges) or an event sink."""
+
+    def __init__(self, store: RunStore | None = None, *, sink: EventSink | None = None, kind: str = "agent") -> None:
+        if (store is None) == (sink is None):
+            raise ValueError("a Tracer needs exactly one of a store or a sink")
+        self.store, self.sink, self.kind = store, sink, kind
+
+    def model(self, model: Model, run_id: str) -> Model:
+        """The model a run calls: with a store, every exchange is committed under `run_id`."""
+        return model if self.store is None else TracedModel(model, self.store, run_id)
+
+    def record(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+        if self.store is not None:
+            return TraceRecorder(self.store, kind=self.kind).record(events)
+        assert self.sink is not None
+        return _to_sink(events, self.sink)
+
+    def __repr__(self) -> str:
+        return f"Tracer(store={self.store.path})" if self.store is not None else f"Tracer(sink={self.sink!r})"
+
+
+TraceTarget = Tracer | RunStore | str | os.PathLike[str] | EventSink | bool | None
+"""What `Agent(trace=...)` takes (see resolve_trace)."""
+
+
+async def _to_sink(events: AsyncIterator[Event], sink: EventSink) -> AsyncIterator[Event]:
+    async for event in events:
+        returned = sink(event)
+        if inspect.isawaitable(returned):
+            await returned
+        yield event
+
+
+def resolve_trace(
+    target: TraceTarget,
+    environ: Mapping[str, str] | None = None,
+) -> Tracer | Literal[False]:
+    """What `Agent(trace=...)` means: None follows LOOPWARDEN_TRACE_DB (untraced when unset),
+    False is never traced (not even by the environment), a path opens (and migrates) a store."""
+    if target is False or target is True:
+        if target:
+            raise ValueError("trace=True names no store: give a path, a RunStore or a callable")
+        return False
+    if target is None:
+        path = (os.environ if environ is None else environ).get(TRACE_DB_ENV, "").strip()
+        return Tracer(open_store(path, TRACE_DB_ENV)) if path else False
+    if isinstance(target, Tracer):
+        return target
+    if isinstance(target, RunStore):
+        return Tracer(target)
+    if isinstance(target, str | os.PathLike):
+        return Tracer(open_store(os.fspath(target), "trace"))
+    if callable(target):
+        return Tracer(sink=target)
+    raise TypeError(f"trace= takes a RunStore, a path or a callable, not {type(target).__name__}")
+
+
+def open_store(path: str, where: str) -> RunStore:
+    """A store at `path`; a path that cannot hold one fails here, when the Agent is built, and
+    says which setting to fix (not on the first event of the first run)."""
+    try:
+        return RunStore(Path(path).expanduser())
+    except Exception as error:  # sqlite3.Error, OSError: either way the setting is wrong
+        raise ValueError(f"{where}: cannot open a run store at {path!r}: {error}") from error
+
+
+def default_trace_db(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the CLI keeps its runs: LOOPWARDEN_TRACE_DB, else the user's data folder
+    ($XDG_DATA_HOME/loopwarden/runs.db, default ~/.local/share/loopwarden/runs.db)."""
+    env = os.environ if environ is None else environ
+    if env.get(TRACE_DB_ENV, "").strip():
+        return Path(env[TRACE_DB_ENV].strip()).expanduser()
+    data = env.get("XDG_DATA_HOME", "").strip()
+    return (Path(data) if data else Path.home() / ".local" / "share") / "loopwarden" / "runs.db"
