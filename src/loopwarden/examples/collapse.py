@@ -8,6 +8,7 @@ Both models are scripted (no network, no key); the tools are real functions.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -15,6 +16,7 @@ from rich.table import Table
 from .. import Agent, FunctionModel, ModelRequest, RunResult, call, tool
 from ..events import GuardVerdict, NudgeInjected, PhaseEnded
 from ..models.scripted import ReplyLike
+from ..trace.tracing import TraceTarget
 
 NOTES = {"a.txt": "The pump was run at 3 speeds; flow rose linearly with speed.", "b.txt": "Peak flow: 12.4 L/min."}
 
@@ -69,15 +71,25 @@ def describe(console: Console, title: str, result: RunResult) -> None:
     console.print(table)
 
 
-async def main() -> int:
+async def main(trace: TraceTarget = None, *, trace_db: Path | None = None) -> int:
+    """Both runs; `trace` as for `Agent(trace=...)` (the demo command passes its run store, and
+    `trace_db` names it so the commands to read the runs back can be printed)."""
     console = Console()
-    collapse_run = await Agent(FunctionModel(collapsing, name="collapsing"), [read_file]).run("Summarise a.txt")
+    collapse_agent = Agent(FunctionModel(collapsing, name="collapsing"), [read_file], trace=trace)
+    collapse_run = await collapse_agent.run("Summarise a.txt")
     describe(console, "A collapsing model (always read_file(a.txt))", collapse_run)
-    healthy_run = await Agent(FunctionModel(healthy, name="healthy"), [read_file]).run("Summarise the notes")
+    healthy_agent = Agent(FunctionModel(healthy, name="healthy"), [read_file], trace=trace)
+    healthy_run = await healthy_agent.run("Summarise the notes")
     describe(console, "A healthy model", healthy_run)
     stopped = collapse_run.stop_reason == "repeated_call" and collapse_run.totals.model_calls <= 6
     finished = healthy_run.status == "completed"
     console.print(f"\ncollapse stopped: {stopped}; healthy run finished: {finished}")
+    if trace_db is not None:
+        console.print(f"both runs are kept in {trace_db}; read the collapse back, or make it an eval case:")
+        console.print(f"  loopwarden trace show {collapse_run.run_id} --db {trace_db}", soft_wrap=True)
+        console.print(
+            f"  loopwarden eval-import {collapse_run.run_id} --db {trace_db} -o collapse.yaml", soft_wrap=True
+        )
     return 0 if stopped and finished else 1
 
 

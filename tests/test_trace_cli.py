@@ -1,0 +1,51 @@
+"""The CLI traces by default: `loopwarden demo` (a real subprocess) keeps its runs in the run
+store named by LOOPWARDEN_TRACE_DB, else in the user's data folder, unless --no-trace; a store
+it cannot open never stops the demo."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from loopwarden.trace.exchanges import load_exchanges
+from loopwarden.trace.store import RunStore
+from loopwarden.trace.tracing import TRACE_DB_ENV
+
+
+def demo(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k != TRACE_DB_ENV}
+    base.update({"XDG_DATA_HOME": str(tmp_path / "data"), "COLUMNS": "200"}, **(env or {}))
+    command = [sys.executable, "-m", "loopwarden.cli", "demo", *args]
+    return subprocess.run(command, env=base, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_demo_keeps_both_runs_in_the_data_folder_by_default(tmp_path: Path) -> None:
+    done = demo(tmp_path)
+    assert done.returncode == 0, done.stderr
+    db = tmp_path / "data" / "loopwarden" / "runs.db"
+    store = RunStore(db)
+    runs = {r.params["model"]: r for r in store.list_runs()}
+    assert runs["collapsing"].status == "degraded" and runs["collapsing"].stop_reasons == ["repeated_call"]
+    assert runs["healthy"].status == "completed"
+    collapse = runs["collapsing"].id
+    assert f"loopwarden trace show {collapse} --db {db}" in done.stdout
+    assert store.events(collapse)[-1].type == "run_finished"
+    assert len(load_exchanges(store, collapse)) == runs["collapsing"].totals["model_calls"]  # type: ignore[index]
+
+
+def test_the_environment_names_the_store_and_no_trace_keeps_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "env.db"
+    assert demo(tmp_path, env={TRACE_DB_ENV: str(db)}).returncode == 0
+    assert len(RunStore(db).list_runs()) == 2
+    assert demo(tmp_path, "--no-trace").returncode == 0
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_store_that_cannot_be_opened_does_not_stop_the_demo(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    done = demo(tmp_path, "--trace-db", str(blocked / "runs.db"))
+    assert done.returncode == 0 and "will not be kept" in done.stderr
+    assert "collapse stopped: True" in done.stdout
