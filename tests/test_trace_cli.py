@@ -49,3 +49,22 @@ def test_a_store_that_cannot_be_opened_does_not_stop_the_demo(tmp_path: Path) ->
     done = demo(tmp_path, "--trace-db", str(blocked / "runs.db"))
     assert done.returncode == 0 and "will not be kept" in done.stderr
     assert "collapse stopped: True" in done.stdout
+
+
+def test_trace_list_names_the_runs_of_a_store_newest_first(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from loopwarden.cli import build_app
+
+    db = tmp_path / "env.db"
+    assert demo(tmp_path, env={TRACE_DB_ENV: str(db)}).returncode == 0
+    app, cli = build_app(), CliRunner()
+    listed = cli.invoke(app, ["trace", "list", "--db", str(db)], terminal_width=200)
+    assert listed.exit_code == 0, listed.output
+    for run in RunStore(db).list_runs():
+        line = next(line for line in listed.output.splitlines() if run.id in line)
+        assert run.status in line and run.params["model"] in line
+    (tmp_path / "junk.db").write_text("not sqlite")
+    for bad in (tmp_path / "none.db", tmp_path / "junk.db"):
+        refused = cli.invoke(app, ["trace", "list", "--db", str(bad)])
+        assert refused.exit_code == 2 and "Traceback" not in refused.output

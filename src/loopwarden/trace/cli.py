@@ -1,5 +1,5 @@
-"""`loopwarden trace show TRACE` (a JSONL file, or a run id in a store) and
-`loopwarden trace export RUN_ID --db runs.db -o run.jsonl`."""
+"""`loopwarden trace show TRACE` (a JSONL file, or a run id in a store),
+`loopwarden trace list --db runs.db` and `loopwarden trace export RUN_ID --db runs.db -o run.jsonl`."""
 
 from __future__ import annotations
 
@@ -72,6 +72,35 @@ def register(app: typer.Typer) -> None:
             typer.echo(str(error), err=True)
             raise typer.Exit(EXIT_USAGE) from None
         print_summary(Console(width=160), summary)
+
+    @trace_app.command("list")
+    def list_runs(
+        db: Annotated[Path, typer.Option(help="The run store (SQLite).")],
+        limit: Annotated[int, typer.Option(min=1, help="How many runs, newest first.")] = 20,
+    ) -> None:
+        """The newest runs of a store (Agent(trace=...), LOOPWARDEN_TRACE_DB, loopwarden demo)."""
+        import sqlite3
+        import time
+
+        from .store import RunStore
+
+        if not db.is_file():
+            typer.echo(f"no run store at {db}", err=True)
+            raise typer.Exit(EXIT_USAGE)
+        try:
+            runs = RunStore(db).list_runs(limit=limit)
+        except sqlite3.Error as error:  # not a run store: say so, never a traceback
+            typer.echo(f"{db} is not a readable run store: {error}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+        table = Table()
+        for column in ("run id", "started", "kind", "model", "status", "stop reason", "model calls"):
+            table.add_column(column)
+        for run in runs:
+            started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created_at))
+            calls = str((run.totals or {}).get("model_calls", ""))
+            model = str(run.params.get("model", ""))
+            table.add_row(run.id, started, run.kind, model, run.status, ", ".join(run.stop_reasons), calls)
+        Console(width=200).print(table)
 
     @trace_app.command("export")
     def export(
