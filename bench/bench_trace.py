@@ -1,0 +1,83 @@
+"""What tracing costs: the same healthy scripted run (N reads, then an answer) untraced and with
+`Agent(trace="runs.db")` (every event and every model exchange committed to SQLite), measured in
+the same process, interleaved. The model and tools are instant, so the ratio is the worst case: a
+real model call takes far longer than the commits next to it.
+
+    python bench/bench_trace.py [--rounds 100] [--repeat 5]
+
+Also prints how much the stored requests take against storing each request whole (the history
+grows every turn; rows keep only what was added, so the store grows linearly).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+
+from loopwarden import Agent, Budgets, FunctionModel, LoopConfig, ModelReply, ModelRequest, call, tool
+from loopwarden.trace.exchanges import load_exchanges
+from loopwarden.trace.store import RunStore
+
+LINES = [f"sample {i}: flow {i * 0.37:.2f} L/min at {20 + i % 7} C" for i in range(10_000)]
+
+
+@tool
+def read_lines(offset: int, limit: int = 20) -> str:
+    """Read lines of the log."""
+    return "\n".join(LINES[offset : offset + limit])
+
+
+def reader(rounds: int) -> FunctionModel:
+    def reply(request: ModelRequest) -> ModelReply | str:
+        n = sum(1 for m in request.messages if m["role"] == "tool")
+        if n >= rounds:
+            return "Flow rose with every sample."
+        return ModelReply(text=f"Reading block {n}.", tool_calls=[call("read_lines", {"offset": 20 * n})])
+
+    return FunctionModel(reply)
+
+
+def once(rounds: int, db: Path | None) -> tuple[float, str]:
+    config = LoopConfig(budgets=Budgets(max_tool_rounds=rounds + 5, max_model_calls=rounds + 5))
+    agent = Agent(reader(rounds), [read_lines], config=config, trace=str(db) if db else False)
+    start = time.perf_counter()
+    result = asyncio.run(agent.run("read the log"))
+    elapsed = time.perf_counter() - start
+    assert result.status == "completed" and result.totals.tool_executions == rounds, result.stop_reason
+    return elapsed, result.run_id
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "runs.db"
+        bare_times, traced_times, run_id = [], [], ""
+        for _ in range(args.repeat):  # interleaved, so load from other processes hits both alike
+            bare_times.append(once(args.rounds, None)[0])
+            elapsed, run_id = once(args.rounds, db)
+            traced_times.append(elapsed)
+        bare, traced = min(bare_times), min(traced_times)
+        store = RunStore(db)
+        calls = len(load_exchanges(store, run_id))
+        whole = sum(len(x.request.model_dump_json()) for x in load_exchanges(store, run_id))
+        stored = (
+            sqlite3.connect(db)
+            .execute("SELECT SUM(LENGTH(request)) FROM model_exchanges WHERE run_id = ?", (run_id,))
+            .fetchone()[0]
+        )
+    print(f"rounds: {args.rounds} ({calls} model calls), best of {args.repeat}")
+    print(f"untraced: {bare * 1000:8.1f} ms")
+    print(f"traced:   {traced * 1000:8.1f} ms ({(traced - bare) / calls * 1e6:.0f} us per model call)")
+    print(f"ratio traced/untraced: {traced / bare:.2f}")
+    print(f"stored request bytes / whole requests: {stored / whole:.3f} ({stored} of {whole})")
+
+
+if __name__ == "__main__":
+    main()
