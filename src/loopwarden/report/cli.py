@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..events import Event, GuardVerdict
+from ..approval import ApprovalGate
+from ..events import ApprovalDecided, ApprovalRequired, Event, GuardVerdict
+from .approvals import NO_TERMINAL, DenyAll, ask_on_terminal
 from .events import Milestone, ReportFinished
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_DEGRADED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -51,6 +53,9 @@ def register(app: typer.Typer) -> None:
         allow_rlimits_only: Annotated[
             bool, typer.Option(help="Draw figures with resource limits only when no OS isolation is available.")
         ] = False,
+        approve_code: Annotated[
+            bool, typer.Option(help="Ask y/n before each figure's model-written code runs (no TTY or --json: deny).")
+        ] = False,
     ) -> None:
         """Explore a data folder and write the report (report.tex, report.pdf, report.md).
 
@@ -60,7 +65,7 @@ def register(app: typer.Typer) -> None:
         code = run_command(
             data_dir, out, template=template, lang=lang, preset=preset, model=model, base_url=base_url,
             config_file=config_file, offline=offline, strict=strict, pdf=pdf, json_lines=json_lines,
-            allow_rlimits_only=allow_rlimits_only,
+            allow_rlimits_only=allow_rlimits_only, approve_code=approve_code,
         )  # fmt: skip
         raise typer.Exit(code)
 
@@ -80,6 +85,7 @@ def run_command(
     pdf: bool = True,
     json_lines: bool = False,
     allow_rlimits_only: bool = False,
+    approve_code: bool = False,
 ) -> int:
     from ..models.config import ConfigError, load_endpoint_config
     from .config import ReportConfig, ReportInputError, validate_report_config
@@ -101,6 +107,7 @@ def run_command(
             strict=strict,
             pdf=pdf,
             allow_rlimits_only=allow_rlimits_only,
+            approve_code=approve_code,
         )
         validate_report_config(config)
     except (ReportInputError, ConfigError) as error:
@@ -124,18 +131,24 @@ async def _consume(config: object, json_lines: bool) -> ReportFinished | None:
     from .pipeline import run_report
 
     assert isinstance(config, ReportConfig)
+    # Ask on the terminal only when there is one to read the answer from and the output is for
+    # a person; otherwise every call is denied at once, and the approval_decided event says why.
+    ask = config.approve_code and not json_lines and sys.stdin.isatty()
+    gate = ApprovalGate() if ask else DenyAll(reason=NO_TERMINAL)
     if json_lines:
         last = None
-        async for event in run_report(config):
+        async for event in run_report(config, approvals=gate):
             sys.stdout.write(event.to_json() + "\n")
             sys.stdout.flush()
             last = event
         return last if isinstance(last, ReportFinished) else None
     console = Console(stderr=False)
-    return await _with_progress(run_report(config), console, config.out_dir)
+    return await _with_progress(run_report(config, approvals=gate), console, config.out_dir, gate if ask else None)
 
 
-async def _with_progress(events: object, console: Console, out_dir: Path) -> ReportFinished | None:
+async def _with_progress(
+    events: object, console: Console, out_dir: Path, ask: ApprovalGate | None = None
+) -> ReportFinished | None:
     finished: ReportFinished | None = None
     progress = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
@@ -151,6 +164,13 @@ async def _with_progress(events: object, console: Console, out_dir: Path) -> Rep
                     progress.update(task, description=label)
                 else:
                     progress.update(task, completed=event.index, description=f"{label} ({event.state})")
+            elif isinstance(event, ApprovalRequired) and ask is not None:
+                # The run waits on the gate until the next event is pulled, so nothing runs while
+                # we ask; reading stdin here blocks the loop on purpose (Ctrl-C stays clean).
+                progress.stop()
+                decision = ask_on_terminal(event, sys.stdout, sys.stdin.readline)
+                ask.decide(event.call_id, decision.approve, decision.reason, by=decision.by)
+                progress.start()
             else:
                 line = live_line(event)
                 if line:
@@ -166,6 +186,9 @@ def live_line(event: Event) -> str | None:
     """One line for what the user should see as it happens (guard verdicts, gaps, errors)."""
     if isinstance(event, GuardVerdict) and event.action != "allow":
         return f"  guard  {event.detector}: {event.action} {event.tool or ''} — {event.reason}"
+    if isinstance(event, ApprovalDecided):
+        verdict = "approved" if event.approved else "denied"
+        return f"  {verdict}  {event.tool} {event.call_id}" + (f" — {event.reason}" if event.reason else "")
     if event.type in LIVE_TYPES:
         data = event.model_dump()
         text = data.get("message") or data.get("problem") or ""

@@ -37,6 +37,9 @@ class ReportConfig(BaseModel):
     strict: bool = False
     """Fail (rather than degrade) when exploration is cut off or no valid draft is produced."""
     allow_rlimits_only: bool = False
+    approve_code: bool = False
+    """Each `make_figure` call (model-written code) waits for a person's approval (an ApprovalGate
+    given to run_report); with no gate every such call is denied."""
     pdf: bool = True
     """Compile with xelatex when it is installed; False = the .tex is the deliverable."""
     compile_timeout: float = 180.0

@@ -10,10 +10,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from ..agent import Agent
+from ..approval import ApprovalGate
 from ..config import LoopConfig
 from ..events import Event, EventStamper, RunFinished
 from ..guard.budget import Budgets
 from ..models.base import Model
+from .approvals import DenyAll, gate_code_tools
 from .events import ExplorationCutOff, ExplorationDone, IsolationProbed
 from .findings import cross_table_findings, strongest_correlations, table_findings, title_of
 from .readers.images import OcrReader
@@ -50,7 +52,10 @@ async def explore(
     strict: bool = False,
     allow_rlimits_only: bool = False,
     vision: Model | None = None,
+    approve_code: bool = False,
+    approvals: ApprovalGate | None = None,
 ) -> AsyncIterator[Event]:
+    """`approve_code`: each make_figure call waits on `approvals` (denied at once without one)."""
     isolation = await asyncio.to_thread(probe_isolation)
     sandbox = FigureSandbox(root, out_dir, isolation, allow_rlimits_only=allow_rlimits_only)
     yield stamper(
@@ -73,7 +78,10 @@ async def explore(
         wrap_up=False,
         phase="exploration",
     )
-    agent = Agent(model, exploration_tools(ctx), system=SYSTEM_PROMPT, config=config)
+    if approve_code and approvals is None:
+        approvals = DenyAll()  # without a gate the agent would pause, and a report run cannot resume
+    tools = gate_code_tools(exploration_tools(ctx), approve_code)
+    agent = Agent(model, tools, system=SYSTEM_PROMPT, config=config, approvals=approvals)
     finished: RunFinished | None = None
     async for event in agent.stream(exploration_prompt(scan), stamper=stamper):
         if isinstance(event, RunFinished):

@@ -49,6 +49,9 @@ class OfflineExplorer:
         self._ids = count(1)
         self._figures_done = False
         self.requests: list[ModelRequest] = []
+        self._issued: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.denied: list[str] = []
+        """Calls a person denied (approve_code), as the model read them: told in the record."""
 
     def bind(self, ctx: ExplorationContext) -> None:
         self._ctx = ctx
@@ -60,6 +63,7 @@ class OfflineExplorer:
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         self.requests.append(request)
+        self._note_denials(request)
         offered = {t["function"]["name"] for t in request.tools}
         if not offered:
             return self._reply(text=self._summary())
@@ -145,6 +149,17 @@ class OfflineExplorer:
             calls.append(("make_figure", {"code": "\n".join(lines), "filename": stem, "caption": caption}))
         return calls[:8]
 
+    def _note_denials(self, request: ModelRequest) -> None:
+        """Read the last round's results for denied calls: they are not retried, only reported."""
+        for message in _last_tool_messages(request.messages):
+            issued = self._issued.get(str(message.get("tool_call_id")))
+            if issued is None or _error_type(message.get("content")) != "denied":
+                continue
+            name, args = issued
+            label = f"{name} {args['filename']}" if "filename" in args else name
+            if label not in self.denied:
+                self.denied.append(label)
+
     # -- finishing -------------------------------------------------------------------------------
 
     def _frames(self) -> dict[str, Any]:
@@ -181,6 +196,8 @@ class OfflineExplorer:
         methodology = " ".join(method)
         if params:
             methodology += f" Parameters recorded in {', '.join(params)}."
+        if self.denied:
+            methodology += f" Not run because the user denied the call: {', '.join(self.denied)}."
         reference = next(
             (
                 f.path
@@ -216,6 +233,7 @@ class OfflineExplorer:
             ToolCall(id=f"offline_{next(self._ids)}", name=name, arguments=json.dumps(args))
             for name, args in calls or []
         ]
+        self._issued.update({c.id: (c.name, args) for c, (_, args) in zip(tool_calls, calls or [], strict=True)})
         return ModelReply(
             text=text,
             tool_calls=tool_calls,
@@ -236,6 +254,14 @@ def _result_text(content: Any) -> str:
     except json.JSONDecodeError:
         return str(content)
     return str(payload.get("data", "")) if isinstance(payload, dict) else str(content)
+
+
+def _error_type(content: Any) -> str | None:
+    try:
+        payload = json.loads(str(content))
+    except json.JSONDecodeError:
+        return None
+    return str(payload.get("error_type")) if isinstance(payload, dict) and payload.get("error_type") else None
 
 
 def _last_tool_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

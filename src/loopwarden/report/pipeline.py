@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..approval import ApprovalGate
 from ..events import Event, EventStamper, RunFinished, Totals
 from ..models.base import Model
 from .config import ReportConfig, ReportInputError, validate_report_config
@@ -61,9 +62,11 @@ async def run_report(
     models: ReportModels | None = None,
     exploration: ExplorationRecord | None = None,
     toolchain: Toolchain | None = None,
+    approvals: ApprovalGate | None = None,
 ) -> AsyncIterator[Event]:
     """Run the report pipeline; `exploration` reuses a saved record instead of exploring again.
-    `toolchain` overrides the one probe for LaTeX tools (tests: pretend xelatex is missing)."""
+    `toolchain` overrides the one probe for LaTeX tools (tests: pretend xelatex is missing).
+    `approvals` decides the make_figure calls of a `config.approve_code` run (approvals.py)."""
     stamp = EventStamper(run_id or uuid.uuid4().hex, start_seq)
     started = time.monotonic()
     try:
@@ -71,7 +74,8 @@ async def run_report(
         tools = toolchain or probe_toolchain(config.pdf)
         stages = plan_pipeline(config, xelatex=tools.can_compile)
         config.out_dir.mkdir(parents=True, exist_ok=True)
-        ctx = Context(config, stamp, tools, load_template(config.template), models or ReportModels(), exploration)
+        template = load_template(config.template)
+        ctx = Context(config, stamp, tools, template, models or ReportModels(), exploration, approvals=approvals)
         log = (config.out_dir / "events.jsonl").open("w", encoding="utf-8")
     except (ReportInputError, TemplateError, OSError) as error:
         message = error.message if isinstance(error, ReportInputError) else f"cannot start: {error}"

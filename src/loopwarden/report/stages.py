@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..approval import ApprovalGate
 from ..events import Event, EventStamper, Totals
 from ..models.base import Model
 from .bib import Source, collect_sources
@@ -40,6 +41,8 @@ class Context:
     template: Template
     models: ReportModels
     record: ExplorationRecord | None = None
+    approvals: ApprovalGate | None = None
+    """Decides make_figure calls when `config.approve_code` is set."""
     scan: ScanResult | None = None
     gaps: list[Gap] = field(default_factory=list)
     sources: list[Source] = field(default_factory=list)
@@ -177,6 +180,7 @@ async def _explore(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]
         strict=ctx.config.strict,
         allow_rlimits_only=ctx.config.allow_rlimits_only,
         vision=vision,
+        **_approval_arguments(ctx),
     ):
         if isinstance(event, ExplorationDone):
             ctx.record = event.record
@@ -193,6 +197,13 @@ async def _explore(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]
     detail.update(
         findings=len(ctx.record.key_findings), figures=len(ctx.record.figures), stop_reason=ctx.record.stop_reason
     )
+
+
+def _approval_arguments(ctx: Context) -> dict[str, Any]:
+    # Only when asked for, so an explore() stand-in without these parameters still works.
+    if not ctx.config.approve_code:
+        return {}
+    return {"approve_code": True, "approvals": ctx.approvals}
 
 
 def _explorer_models(ctx: Context) -> tuple[Model, Model | None]:

@@ -37,6 +37,8 @@ class RunRequest(BaseModel):
     template: str = "lab"
     lang: Literal["en", "zh"] = "en"
     strict: bool = False
+    approve_code: bool = False
+    """Each figure's model-written code waits for a decision at the approvals endpoint."""
     model: ModelSettings = ModelSettings()
 
     def public_params(self, source: str) -> dict[str, Any]:
@@ -45,6 +47,7 @@ class RunRequest(BaseModel):
             "template": self.template,
             "lang": self.lang,
             "strict": self.strict,
+            "approve_code": self.approve_code,
             "model": self.model.model_dump(exclude={"api_key"}, exclude_none=True),
         }
 
@@ -77,6 +80,7 @@ def build_job_config(request: RunRequest) -> Any:
         lang=request.lang,
         endpoint=endpoint,
         strict=request.strict,
+        approve_code=request.approve_code,
     )
     validate = getattr(pipeline, "validate_report_config", None)
     if validate is not None:

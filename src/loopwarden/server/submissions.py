@@ -21,6 +21,7 @@ class Submission(BaseModel):
     template: str = "lab"
     lang: str = "en"
     strict: bool = False
+    approve_code: bool = False
     model: ModelSettings = ModelSettings()
 
 
@@ -63,8 +64,9 @@ async def read_submission(request: Request) -> tuple[Submission, list[UploadFile
         uploads = [v for v in form.getlist("files") if isinstance(v, UploadFile)]
         fields: dict[str, Any] = {k: v for k, v in form.items() if isinstance(v, str) and k != "files"}
         model = {k: fields.pop(k) for k in ("preset", "base_url", "model", "api_key") if fields.get(k)}
-        if "strict" in fields:
-            fields["strict"] = fields["strict"].lower() in ("1", "true", "on", "yes")
+        for flag in ("strict", "approve_code"):  # checkboxes: present and truthy, or absent
+            if flag in fields:
+                fields[flag] = fields[flag].lower() in ("1", "true", "on", "yes")
         if not fields.get("folder"):
             fields.pop("folder", None)
         return Submission.model_validate({**fields, "model": model}), uploads

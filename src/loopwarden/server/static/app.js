@@ -176,6 +176,7 @@ async function startRun(event) {
   const data = new FormData();
   for (const name of ["template", "lang", "preset", "model"]) if (form[name].value) data.append(name, form[name].value);
   if (form.strict.checked) data.append("strict", "true");
+  if (form.approve_code.checked) data.append("approve_code", "true");
   if (form.source.value === "upload") {
     for (const file of $("files").files) data.append("files", file, file.webkitRelativePath || file.name);
   } else {
