@@ -1,5 +1,5 @@
 """The FastAPI app: `create_app(settings, job=...)`. The job is a parameter so tests can inject a
-scripted job; by default it is the report pipeline. OpenAPI docs at /docs."""
+scripted job; by default it is the report pipeline. OpenAPI docs at /docs, served offline (docs.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from sse_starlette import EventSourceResponse
 
 from ..trace.store import RunRecord, RunStore, new_run_id
 from .artifacts import artifact_response, list_outputs
+from .docs import mount_docs
 from .events import RunQueued
 from .jobs import ConfigBuilder, InvalidRun, Job, RunRequest, build_job_config, report_job
 from .runner import QueueFull, Runner
@@ -53,10 +54,11 @@ def create_app(
         yield
         await runner.shutdown()
 
-    app = FastAPI(title="loopwarden", summary="Report runs as a service", lifespan=lifespan)
+    app = FastAPI(title="loopwarden", summary="Report runs as a service", lifespan=lifespan, docs_url=None)
     app.state.settings, app.state.store, app.state.runner = settings, store, runner
     app.middleware("http")(security_headers)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    mount_docs(app)
     api = [Depends(require_token)]
 
     def run_or_404(run_id: str) -> RunRecord:
@@ -114,6 +116,7 @@ def create_app(
                 template=submission.template,
                 lang=submission.lang,
                 strict=submission.strict,
+                approve_code=submission.approve_code,
                 model=submission.model,
             )
             config = config_builder(run_request)

@@ -15,7 +15,8 @@ PAGE_CSP = (
     "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; script-src 'self'; connect-src 'self'; "
     "frame-src 'self'; object-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'self'"
 )
-_DOCS_PATHS = ("/docs", "/redoc", "/openapi.json")
+# /docs is served from local files under the page's own policy (docs.py); ReDoc still loads from a CDN.
+_DOCS_PATHS = ("/redoc",)
 
 
 def token_matches(settings: ServerSettings, presented: str | None) -> bool:
