@@ -10,6 +10,7 @@ import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from loopwarden.approval import ApprovalGate
+from loopwarden.approval import ApprovalGate, PendingCall
 from loopwarden.events import ApprovalDecided, ApprovalRequired, Event
-from loopwarden.report.approvals import NO_GATE, NO_TERMINAL, ask_on_terminal
+from loopwarden.report.approvals import NO_GATE, NO_TERMINAL, LineReader, ask_on_terminal
 from loopwarden.report.events import ReportFinished
 from loopwarden.report.offline import OfflineExplorer
 from loopwarden.report.pipeline import ReportConfig, ReportModels, run_report
@@ -88,21 +89,40 @@ async def test_without_a_gate_every_figure_is_denied_with_the_reason(tmp_path: P
     assert isinstance(finished, ReportFinished) and finished.status in ("completed", "degraded")
 
 
-def _required(arguments: Any) -> ApprovalRequired:
-    return ApprovalRequired(
-        run_id="r", seq=1, ts=0.0, turn=1, call_id="c1", tool="make_figure", arguments=arguments, args_hash="h"
-    )
+def _call(arguments: Any) -> PendingCall:
+    return PendingCall(call_id="c1", tool="make_figure", arguments=arguments, turn=1)
 
 
-def test_terminal_prompt_asks_again_until_yes_or_no_and_end_of_input_denies() -> None:
+def _lines(*answers: str) -> Any:
+    queue = list(answers)
+
+    async def read_line() -> str:
+        return queue.pop(0)
+
+    return read_line
+
+
+async def test_terminal_prompt_asks_again_until_yes_or_no_and_end_of_input_denies() -> None:
     out = io.StringIO()
-    answers = iter(["maybe\n", "\n", "Y\n"])
-    decision = ask_on_terminal(_required({"code": "plt.plot([1])", "filename": "f"}), out, lambda: next(answers))
+    decision = await ask_on_terminal(
+        _call({"code": "plt.plot([1])", "filename": "f"}), out, _lines("maybe\n", "\n", "Y\n")
+    )
     assert decision.approve and out.getvalue().count("Run it? [y/n]") == 3
     assert "plt.plot([1])" in out.getvalue()
-    assert not ask_on_terminal(_required({"code": "x"}), io.StringIO(), lambda: "n\n").approve
-    at_eof = ask_on_terminal(_required("not a mapping"), io.StringIO(), lambda: "")
+    assert not (await ask_on_terminal(_call({"code": "x"}), io.StringIO(), _lines("n\n"))).approve
+    at_eof = await ask_on_terminal(_call("not a mapping"), io.StringIO(), _lines(""))
     assert not at_eof.approve and at_eof.reason == "no answer (end of input)"
+
+
+async def test_line_reader_keeps_typed_ahead_lines_and_ends_at_eof() -> None:
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, b"y\nn\npartial")
+    os.close(write_fd)
+    reader = LineReader(read_fd)
+    try:
+        assert [await reader.readline() for _ in range(4)] == ["y\n", "n\n", "partial", ""]
+    finally:
+        os.close(read_fd)
 
 
 def _cli(out: Path, *flags: str) -> list[str]:
@@ -167,3 +187,25 @@ def test_cli_without_a_terminal_denies_with_a_clear_event(tmp_path: Path, json_f
         assert sum(1 for line in result.stdout.splitlines() if '"approval_decided"' in line) == len(decided)
     else:
         assert "denied  make_figure" in result.stdout
+
+
+def test_ctrl_c_at_the_prompt_cancels_the_run_and_the_log_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(_cli(out), stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    transcript = b""
+    try:
+        while b"Run it? [y/n]" not in transcript:
+            ready, _, _ = select.select([master], [], [], 300)
+            assert ready, transcript.decode(errors="replace")[-2000:]
+            transcript += os.read(master, 65536)
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C at the prompt delivers
+        code = proc.wait(timeout=60)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 130
+    last = json.loads((out / "events.jsonl").read_text().splitlines()[-1])
+    assert last["type"] == "report_finished" and last["status"] == "cancelled"

@@ -13,9 +13,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..approval import ApprovalGate
-from ..events import ApprovalDecided, ApprovalRequired, Event, GuardVerdict
-from .approvals import NO_TERMINAL, DenyAll, ask_on_terminal
+from ..events import ApprovalDecided, Event, GuardVerdict
+from .approvals import NO_TERMINAL, DenyAll, TerminalGate
 from .events import Milestone, ReportFinished
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_DEGRADED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -134,7 +133,7 @@ async def _consume(config: object, json_lines: bool) -> ReportFinished | None:
     # Ask on the terminal only when there is one to read the answer from and the output is for
     # a person; otherwise every call is denied at once, and the approval_decided event says why.
     ask = config.approve_code and not json_lines and sys.stdin.isatty()
-    gate = ApprovalGate() if ask else DenyAll(reason=NO_TERMINAL)
+    gate = TerminalGate() if ask else DenyAll(reason=NO_TERMINAL)
     if json_lines:
         last = None
         async for event in run_report(config, approvals=gate):
@@ -143,17 +142,21 @@ async def _consume(config: object, json_lines: bool) -> ReportFinished | None:
             last = event
         return last if isinstance(last, ReportFinished) else None
     console = Console(stderr=False)
-    return await _with_progress(run_report(config, approvals=gate), console, config.out_dir, gate if ask else None)
+    return await _with_progress(
+        run_report(config, approvals=gate), console, config.out_dir, gate if isinstance(gate, TerminalGate) else None
+    )
 
 
 async def _with_progress(
-    events: object, console: Console, out_dir: Path, ask: ApprovalGate | None = None
+    events: object, console: Console, out_dir: Path, prompt: TerminalGate | None = None
 ) -> ReportFinished | None:
     finished: ReportFinished | None = None
     progress = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
     )
     task = None
+    if prompt is not None:
+        prompt.live = progress  # the bar is stopped while a prompt is on screen
     with progress:
         async for event in events:  # type: ignore[attr-defined]
             if isinstance(event, Milestone):
@@ -164,13 +167,6 @@ async def _with_progress(
                     progress.update(task, description=label)
                 else:
                     progress.update(task, completed=event.index, description=f"{label} ({event.state})")
-            elif isinstance(event, ApprovalRequired) and ask is not None:
-                # The run waits on the gate until the next event is pulled, so nothing runs while
-                # we ask; reading stdin here blocks the loop on purpose (Ctrl-C stays clean).
-                progress.stop()
-                decision = ask_on_terminal(event, sys.stdout, sys.stdin.readline)
-                ask.decide(event.call_id, decision.approve, decision.reason, by=decision.by)
-                progress.start()
             else:
                 line = live_line(event)
                 if line:
