@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from eventcheck import verdicts
 from loopwarden import Agent, Budgets, FunctionModel, Ladder, LoopConfig, ModelRequest, call, tool
+from loopwarden.agent import RunResult
 from loopwarden.events import GuardVerdict
 from loopwarden.guard import CycleDetector, fingerprint
 from loopwarden.guard.cycles import tail_cycle
-from loopwarden.agent import RunResult
 from loopwarden.models import ToolCall
 
 NOTES = {name: f"contents of {name}" for name in "abcdefgh"}

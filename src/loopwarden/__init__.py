@@ -1,11 +1,11 @@
 """loopwarden: tool-calling agents that do not loop. The model proposes; the runtime decides."""
 
+from .agent import Agent, RunResult
 from .approval import ApprovalGate, PendingApproval
 from .config import LoopConfig
 from .events import Event, RunFinished, Totals, parse_event
 from .executor import Executor, RetryPolicy
 from .guard import Budgets, Ladder, Price
-from .agent import Agent, RunResult
 from .models import FunctionModel, ModelReply, ModelRequest, ScriptedModel, ToolCall, Usage, call
 from .permissions import Principal
 from .router import ClassifierRouter, Fallback, Intent, RuleRouter, model_classifier
