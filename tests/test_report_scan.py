@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwarden.report.scan import kind_of, scan_folder
+from loopwarden.report.scan import FileEntry, ScanResult, kind_of, scan_folder
 
 
 def make(root: Path, files: dict[str, bytes]) -> None:
@@ -100,3 +101,45 @@ def test_scan_is_deterministic_and_complete(tmp_path_factory, spec) -> None:  # 
     assert first == second
     assert {f.path: f.size for f in first.files} == {rel: len(c) for rel, c in files.items()}
     assert all(f.kind == kind_of(f.ext) for f in first.files)
+
+
+def test_listed_entries_behave_like_validated_models(tmp_path: Path) -> None:
+    # The listing is built without per-file validation: it must be indistinguishable from a
+    # validated one (equality, dumps, JSON round trip, copies that do not leak into each other).
+    make(tmp_path, {"a/x.CSV": b"12", "b.md": b"", "c": b"xyz"})
+    scan = scan_folder(tmp_path)
+    for entry in scan.files:
+        validated = FileEntry(**entry.model_dump())
+        assert entry == validated and validated == entry
+        assert entry.model_dump() == validated.model_dump() and entry.model_fields_set == validated.model_fields_set
+    assert ScanResult.model_validate_json(scan.model_dump_json()) == scan
+    assert ScanResult.model_validate(scan.model_dump()).files[0].kind == "data"
+    first, second = scan.files[0], scan.files[1]
+    changed = first.model_copy(update={"size": 99})
+    first.size = 7
+    assert changed.size == 99 and first.size == 7 and second.size != 7
+    assert second.model_fields_set == {"path", "size", "kind", "ext"}
+
+
+def test_a_tree_deeper_than_the_recursion_limit(tmp_path: Path) -> None:
+    deep = "/".join(["d"] * 1100)  # > sys.getrecursionlimit() by default
+    folder = tmp_path
+    for _ in range(1100):  # one level at a time: mkdir(parents=True) recurses as well
+        folder = folder / "d"
+        folder.mkdir()
+    make(tmp_path, {f"{deep}/leaf.txt": b"ok", "top.txt": b"1"})
+    scan = scan_folder(tmp_path)
+    assert [f.path for f in scan.files] == [f"{deep}/leaf.txt", "top.txt"]
+
+
+def test_the_garbage_collector_is_left_as_it_was(tmp_path: Path) -> None:
+    make(tmp_path, {"a.csv": b"1"})
+    assert gc.isenabled()
+    scan_folder(tmp_path)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        scan_folder(tmp_path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
