@@ -334,9 +334,18 @@ function renderApprovals(pending) {
   const list = $("approvals");
   list.replaceChildren();
   for (const a of pending) {
-    const item = el("li");
+    const item = el("li", { className: "approval" });
+    item.dataset.callId = a.call_id;
     item.appendChild(el("strong", {}, a.tool));
-    item.appendChild(el("code", {}, ` ${short(a.arguments, 400)} `));
+    const args = a.arguments || {};
+    if (typeof args.code === "string") {
+      // Model-written code: shown whole (as text) so the person sees what they approve.
+      const { code, ...rest } = args;
+      item.appendChild(el("code", {}, ` ${short(rest, 400)} `));
+      item.appendChild(el("pre", { className: "code" }, code));
+    } else {
+      item.appendChild(el("code", {}, ` ${short(a.arguments, 400)} `));
+    }
     item.appendChild(el("span", { className: "muted" }, a.reason));
     for (const decision of ["approve", "deny"]) {
       const button = el("button", { type: "button", className: decision }, decision);
