@@ -7,6 +7,7 @@ import asyncio
 import io
 import json
 import re
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,48 @@ def test_continuing_a_big_file_does_not_reread_it_from_the_start(tmp_path: Path)
         assert outcome.start == offset and outcome.text.startswith("0123456789")
         assert index.bytes_read - before < (STEP + 3) * len(line)  # at most one checkpoint gap
     assert files.index_of("big.log") is index  # built once, reused
+
+
+def bytes_read_by_this_process() -> int:
+    """The kernel's count of bytes this process has read (all read/pread calls), from /proc."""
+    for row in Path("/proc/self/io").read_text().splitlines():
+        if row.startswith("rchar:"):
+            return int(row.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+def test_continuations_read_only_locally_as_the_kernel_counts(tmp_path: Path) -> None:
+    # Independent of the index's own bookkeeping: what the process actually read from files.
+    line = b"abcdefghij" * 5 + b"\n"
+    n_lines = 1_000_000  # 51 MB
+    with (tmp_path / "big.txt").open("wb") as f:
+        for _ in range(0, n_lines, 10_000):
+            f.write(line * 10_000)
+    size = n_lines * len(line)
+    files = reader(tmp_path)
+    before = bytes_read_by_this_process()
+    files.read("big.txt")
+    first = bytes_read_by_this_process() - before
+    assert size <= first < size + (1 << 20)  # the index is built in one pass over the file
+    for offset in (10, n_lines // 2, n_lines - 5, 3 * n_lines // 4 + 1):
+        before = bytes_read_by_this_process()
+        outcome = files.read("big.txt", offset=offset, limit=4)
+        assert outcome.start == offset and outcome.text.startswith("abcdefghij")
+        assert bytes_read_by_this_process() - before < 256 * 1024  # one checkpoint gap plus buffers
+
+
+def test_skipping_a_huge_line_does_not_hold_it_in_memory(tmp_path: Path) -> None:
+    (tmp_path / "one.txt").write_bytes(b"z" * (40 << 20) + b"\nnext\n")
+    files = reader(tmp_path)
+    files.read("one.txt")  # builds the index
+    tracemalloc.start()
+    try:
+        outcome = files.read("one.txt", offset=1)  # skips line 0, 40 MB, from the same checkpoint
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert outcome.text.startswith("next") and outcome.complete
+    assert peak < 8 << 20
 
 
 @settings(max_examples=60, deadline=None)
