@@ -85,8 +85,9 @@ class Runner:
         self._slots = asyncio.Semaphore(settings.max_concurrency)
         self._closing = False
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self.gate = ApprovalGate()
-        """One gate for all runs (call ids are unique): jobs that take `approvals=` wait on it."""
+        self._gates: dict[str, ApprovalGate] = {}
+        """One gate per run, for jobs that take `approvals=`: call ids are unique only within a run
+        (the offline explorer numbers its calls the same way every time)."""
         self._gated = _accepts_approvals(job)
         self._pending_calls: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -136,7 +137,9 @@ class Runner:
                 self.store.set_status(run_id, "running")
                 self.signals.notify(run_id)
                 start = self.store.last_seq(run_id)
-                extra: dict[str, Any] = {"approvals": self.gate} if self._gated else {}
+                extra: dict[str, Any] = {}
+                if self._gated:
+                    extra["approvals"] = self._gates[run_id] = ApprovalGate()
                 events = self.job(config, run_id=run_id, start_seq=start, **extra)
                 try:
                     async for event in events:
@@ -158,6 +161,7 @@ class Runner:
         finally:
             for key in [k for k in self._pending_calls if k[0] == run_id]:
                 del self._pending_calls[key]
+            self._gates.pop(run_id, None)
 
     def _apply(self, run_id: str, event: Event, progress: Progress) -> None:
         """Side effects of an event on the run's row (progress, approvals, final status)."""
@@ -210,8 +214,9 @@ class Runner:
         if self.store.decide_approval(run_id, call_id, approve=approve, by=by, note=note) is None:
             return False
         pending = self._pending_calls.pop((run_id, call_id), {})
-        if self._gated:
-            self.gate.decide(call_id, approve, note or None, by=by)  # the job reports ApprovalDecided
+        gate = self._gates.get(run_id)
+        if gate is not None:
+            gate.decide(call_id, approve, note or None, by=by)  # the job reports ApprovalDecided
         else:
             stamp = EventStamper(run_id, self.store.last_seq(run_id))
             decided = stamp(
