@@ -6,12 +6,14 @@
 Prints the best of N for each and the ratio scan_folder / find (1.0 = as fast as find), in wall
 time and in CPU time (the scanning process's for scan_folder, the child's for find). The two are
 run alternately, so load from other processes falls on both; the CPU ratio is the steadier one on
-a shared machine.
+a shared machine. A third ratio is the Python floor: a bare os.scandir + lstat loop that keeps
+nothing, i.e. what is left once the listing, sorting and models cost nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import subprocess
@@ -44,6 +46,19 @@ def timed(fn: Callable[[], object], children: bool = False) -> tuple[float, floa
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def python_floor(root: str) -> int:
+    """The least any Python scan does: os.scandir and one lstat per file, nothing kept."""
+    total, stack = 0, [root]
+    while stack:
+        with os.scandir(stack.pop()) as listing:
+            for entry in listing:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    total += entry.stat(follow_symlinks=False).st_size
+    return total
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=100_000)
@@ -61,16 +76,19 @@ def main() -> None:
         def run_find() -> None:
             subprocess.run([find, str(root), "-type", "f", "-printf", "%s %p\n"], check=True, capture_output=True)
 
-        finds, scans = [], []
+        finds, scans, floors = [], [], []
         for _ in range(args.repeat):
             finds.append(timed(run_find, children=True))
             scans.append(timed(lambda: scan_folder(root)))
+            floors.append(timed(lambda: python_floor(str(root))))
     t_find, c_find = min(w for w, _ in finds), min(c for _, c in finds)
     t_scan, c_scan = min(w for w, _ in scans), min(c for _, c in scans)
+    t_floor, c_floor = min(w for w, _ in floors), min(c for _, c in floors)
     print(f"files: {args.files}  (best of {args.repeat})")
     print(f"find -printf (baseline): {t_find:.3f} s wall, {c_find:.3f} s cpu")
     print(f"scan_folder:             {t_scan:.3f} s wall, {c_scan:.3f} s cpu")
     print(f"ratio scan_folder / find: {t_scan / t_find:.2f} wall, {c_scan / c_find:.2f} cpu")
+    print(f"ratio python floor / find: {t_floor / t_find:.2f} wall, {c_floor / c_find:.2f} cpu")
 
 
 if __name__ == "__main__":
