@@ -7,18 +7,30 @@ descended, so a link cycle cannot trap the scan).
 
 from __future__ import annotations
 
-import gc
 import os
 import stat
-from collections.abc import Iterator
-from contextlib import contextmanager
-from operator import attrgetter
+from bisect import bisect_left
+from collections import Counter
+from itertools import compress, islice, repeat
+from operator import attrgetter, eq, lt
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
-Kind = Literal["documents", "images", "data", "other"]
+from .listing import FileEntry, FileList, Kind, collector_paused, extensions
+
+__all__ = [
+    "KINDS",
+    "FileEntry",
+    "FileList",
+    "Kind",
+    "ScanResult",
+    "SkippedEntry",
+    "extension",
+    "kind_of",
+    "scan_folder",
+]
+
 KINDS: tuple[Kind, ...] = ("documents", "images", "data", "other")
 
 DOCUMENT_EXTS = frozenset(
@@ -32,15 +44,6 @@ DATA_EXTS = frozenset(
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", ".git", ".hg", ".svn", ".ipynb_checkpoints"})
 
 
-class FileEntry(BaseModel):
-    path: str
-    """POSIX path relative to the root."""
-    size: int
-    kind: Kind
-    ext: str
-    """Lower-case extension without the dot; "" when there is none."""
-
-
 class SkippedEntry(BaseModel):
     path: str
     reason: str
@@ -48,7 +51,8 @@ class SkippedEntry(BaseModel):
 
 class ScanResult(BaseModel):
     root: str
-    files: list[FileEntry] = Field(default_factory=list)
+    files: FileList = Field(default_factory=FileList)
+    """Behaves as a read-only list[FileEntry] (and dumps as one); entries are built on first use."""
     counts: dict[str, int] = Field(default_factory=dict)
     sizes: dict[str, int] = Field(default_factory=dict)
     total_size: int = 0
@@ -69,7 +73,7 @@ class ScanResult(BaseModel):
             "sizes": self.sizes,
             "total_size": self.total_size,
             "n_files": len(self.files),
-            "files": [f.path for f in self.files[:max_files]],
+            "files": self.files.paths(max_files),
             "truncated": len(self.files) > max_files,
             "skipped": [s.model_dump() for s in self.skipped[:max_files]],
         }
@@ -91,89 +95,84 @@ def extension(name: str) -> str:
 
 
 _KIND_OF_EXT: dict[str, Kind] = {ext: kind_of(ext) for ext in DOCUMENT_EXTS | IMAGE_EXTS | DATA_EXTS}
+_OTHER: Kind = "other"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def scan_folder(root: Path) -> ScanResult:
     """Scan `root` recursively; the listing is sorted, so two scans of one folder are equal."""
     real_root = os.path.realpath(root)
-    files: list[FileEntry] = []
+    out = _Columns()
     skipped: list[SkippedEntry] = []
-    with _collector_paused():
-        _walk(real_root, files, skipped)
-    files.sort(key=attrgetter("path"))
+    with collector_paused():
+        _walk(real_root, out, skipped)
+    paths, sizes, exts = out.paths, out.sizes, out.exts
+    if not all(map(lt, paths, islice(paths, 1, None))):  # the walk emits sorted paths: a safety net
+        order = sorted(range(len(paths)), key=paths.__getitem__)
+        paths, sizes, exts = [paths[i] for i in order], [sizes[i] for i in order], [exts[i] for i in order]
     skipped.sort(key=attrgetter("path"))
-    counts: dict[str, int] = {k: 0 for k in KINDS}
-    sizes: dict[str, int] = {k: 0 for k in KINDS}
-    for f in files:
-        counts[f.kind] += 1
-        sizes[f.kind] += f.size
+    # Counts and sizes straight from the columns, in C-level passes rather than a loop per file.
+    kinds: list[Kind] = list(map(_KIND_OF_EXT.get, exts, repeat(_OTHER)))
+    n_of = Counter(kinds)
+    counts: dict[str, int] = {k: n_of[k] for k in KINDS}
+    by_kind = {k: sum(compress(sizes, map(eq, kinds, repeat(k)))) for k in KINDS[:-1]}
+    total = sum(sizes)
+    by_kind["other"] = total - sum(by_kind.values())
     # Every part was built from typed values here: validating 100k entries again would cost more
     # than the walk itself.
     return ScanResult.model_construct(
-        root=real_root, files=files, counts=counts, sizes=sizes, total_size=sum(sizes.values()), skipped=skipped
+        root=real_root,
+        files=FileList(paths, sizes, exts, kinds),
+        counts=counts,
+        sizes={k: by_kind[k] for k in KINDS},
+        total_size=total,
+        skipped=skipped,
     )
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while the listing is built.
+class _Columns:
+    """What the walk found, one value per listed file in each column, in path order."""
 
-    The walk allocates one tracked object per file and no cycles, so collecting finds nothing,
-    yet 100k new objects set off full collections of the whole heap: on the 100k-file benchmark
-    they were a fifth of the scan. The pause is process-wide (other threads go without cyclic
-    collection for the length of the walk; reference counting still frees everything else), and
-    collection is re-enabled only if it was on, so a caller that turned it off keeps it off.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+    __slots__ = ("exts", "paths", "sizes")
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.sizes: list[int] = []
+        self.exts: list[str] = []
+
+    def add(self, rel: str, names: list[str], sizes: list[int]) -> None:
+        self.paths += [rel + name for name in names] if rel else names
+        self.sizes += sizes
+        self.exts += extensions(names)
 
 
-def _file_entry(path: str, size: int, name: str) -> FileEntry:
-    """What FileEntry.model_construct(path=..., size=..., kind=..., ext=...) builds, 6x faster.
-
-    model_construct loops over the fields in Python, and pydantic validation of the listing costs
-    more than listing the folder; the values here are typed and complete, so neither is needed.
-    The fields-set is shared: it already holds every field name, and pydantic only ever adds
-    field names to it (model_copy copies it first), so sharing changes nothing observable but
-    saves one set per file, which is most of the garbage collector's work on a 100k listing.
-    tests/test_report_scan.py checks these entries equal, dump and copy like validated ones.
-    """
-    ext = extension(name)
-    entry = _new(FileEntry)
-    _set(entry, "__dict__", {"path": path, "size": size, "kind": _KIND_OF_EXT.get(ext, "other"), "ext": ext})
-    _set(entry, "__pydantic_fields_set__", _ALL_FIELDS)
-    _set(entry, "__pydantic_extra__", None)
-    _set(entry, "__pydantic_private__", None)
-    return entry
+# A pending step of the walk: (folder, rel, None, None) lists a folder; (folder, rel, names, sizes)
+# emits files of that folder already listed and stat'ed, once everything sorting before them is out.
+_Step = tuple[str, str, list[str] | None, list[int] | None]
+_NAME = attrgetter("name")
 
 
-_new = object.__new__
-_set = object.__setattr__
-_ALL_FIELDS = set(FileEntry.model_fields)
-
-
-def _walk(real_root: str, files: list[FileEntry], skipped: list[SkippedEntry]) -> None:
+def _walk(real_root: str, out: _Columns, skipped: list[SkippedEntry]) -> None:
     # An explicit stack, not recursion: deep trees must not hit Python's recursion limit.
     # Each folder is opened with O_NOFOLLOW (a folder swapped for a symlink after it was listed is
     # refused, not followed) and listed through its descriptor, so the one lstat per file is an
     # fstatat on the bare name, as `find` does, not a walk of the full path again: this loop is
     # what the 100k-file benchmark measures against `find`.
-    stack = [(real_root, "")]
+    # The steps are ordered so the files come out sorted by path (see `_list`): sorting 100k
+    # paths afterwards (and the sizes and extensions with them) took ~50 ms, a fifth of the scan.
+    stack: list[_Step] = [(real_root, "", None, None)]
     while stack:
-        current, rel = stack.pop()
+        current, rel, names, sizes = stack.pop()
+        if names is not None and sizes is not None:
+            out.add(rel, names, sizes)
+            continue
         try:
             fd = os.open(current, _DIR_FLAGS)
         except OSError as error:
             skipped.append(SkippedEntry(path=rel[:-1] or ".", reason=f"unreadable folder: {error.strerror}"))
             continue
         try:
-            _list(fd, current, rel, real_root, files, skipped, stack)
+            _list(fd, current, rel, real_root, out, skipped, stack)
         except OSError as error:
             skipped.append(SkippedEntry(path=rel[:-1] or ".", reason=f"unreadable folder: {error.strerror}"))
         finally:
@@ -181,16 +180,13 @@ def _walk(real_root: str, files: list[FileEntry], skipped: list[SkippedEntry]) -
 
 
 def _list(
-    fd: int,
-    current: str,
-    rel: str,
-    real_root: str,
-    files: list[FileEntry],
-    skipped: list[SkippedEntry],
-    stack: list[tuple[str, str]],
+    fd: int, current: str, rel: str, real_root: str, out: _Columns, skipped: list[SkippedEntry], stack: list[_Step]
 ) -> None:
     with os.scandir(fd) as listing:
-        entries = list(listing)
+        entries = sorted(listing, key=_NAME)  # so `names` below comes out sorted
+    names: list[str] = []
+    sizes: list[int] = []
+    folders: list[str] = []
     for entry in entries:
         name = entry.name
         if name[0] == "." or name in SKIPPED_DIRS:
@@ -201,28 +197,47 @@ def _list(
             except OSError:  # removed or replaced between the listing and the stat
                 skipped.append(SkippedEntry(path=rel + name, reason="vanished during the scan"))
                 continue
-            files.append(_file_entry(rel + name, size, name))
+            names.append(name)
+            sizes.append(size)
         elif entry.is_dir(follow_symlinks=False):
-            stack.append((os.path.join(current, name), rel + name + "/"))
+            folders.append(name + "/")
         elif entry.is_symlink():
-            _add_link(os.path.join(current, name), rel + name, name, real_root, files, skipped)
+            link_size = _link_size(os.path.join(current, name), rel + name, real_root, skipped)
+            if link_size is not None:
+                names.append(name)
+                sizes.append(link_size)
         else:
             skipped.append(SkippedEntry(path=rel + name, reason="not a regular file (FIFO, socket or device)"))
+    # Sorted paths from sorted steps: everything under folder "d" starts with rel + "d/", and no
+    # file name holds a "/", so it sorts among its folder's files exactly where "d/" does. The
+    # folder's files are cut at each subfolder's "d/"; the files before the first one are next
+    # in order and go out now (a folder without subfolders never touches the stack).
+    folders.sort()
+    lo = bisect_left(names, folders[0]) if folders else len(names)
+    out.add(rel, names[:lo], sizes[:lo])
+    steps: list[_Step] = []
+    for i, folder in enumerate(folders, 1):
+        steps.append((os.path.join(current, folder[:-1]), rel + folder, None, None))
+        hi = bisect_left(names, folders[i], lo) if i < len(folders) else len(names)
+        if hi > lo:
+            steps.append((current, rel, names[lo:hi], sizes[lo:hi]))
+        lo = hi
+    stack += reversed(steps)
 
 
-def _add_link(
-    link: str, rel_path: str, name: str, real_root: str, files: list[FileEntry], skipped: list[SkippedEntry]
-) -> None:
+def _link_size(link: str, rel_path: str, real_root: str, skipped: list[SkippedEntry]) -> int | None:
+    """The size of the regular file a link inside the root points to; None (and why, in
+    `skipped`) for a link leading outside, a broken one or one to a folder (never descended)."""
     target = Path(os.path.realpath(link))
     if not target.is_relative_to(real_root):
         skipped.append(SkippedEntry(path=rel_path, reason="symlink pointing outside the folder"))
-        return
+        return None
     try:
         info = os.stat(target, follow_symlinks=False)
     except OSError:
         skipped.append(SkippedEntry(path=rel_path, reason="broken symlink"))
-        return
+        return None
     if stat.S_ISREG(info.st_mode):
-        files.append(_file_entry(rel_path, info.st_size, name))
-    else:
-        skipped.append(SkippedEntry(path=rel_path, reason="symlink to a folder inside the root (not descended)"))
+        return info.st_size
+    skipped.append(SkippedEntry(path=rel_path, reason="symlink to a folder inside the root (not descended)"))
+    return None
