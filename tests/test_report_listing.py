@@ -95,6 +95,9 @@ def test_nothing_is_built_for_counts_length_or_equality(tmp_path: Path) -> None:
     first, second = scan_folder(tmp_path), scan_folder(tmp_path)
     assert len(first.files) == 3 and first.files and first.counts["data"] == 1 and first.sizes["images"] == 3
     assert first == second and first.summary().startswith("3 files")
+    assert pickle.loads(pickle.dumps(first)) == first and copy.deepcopy(first) == first
+    (tmp_path / "c").write_bytes(b"xy")
+    assert scan_folder(tmp_path).files != first.files  # unbuilt listings compare by their columns
     assert first.files._entries is None and second.files._entries is None
     assert ScanResult(root="x").files == [] and not ScanResult(root="x").files
 

@@ -9,7 +9,7 @@ slicing, iteration, equality with lists and with other listings, pydantic valida
 
 The first element access builds every entry at once and keeps them; from then on the entries
 are the listing (so an entry changed in place stays changed, as in a list) and the columns are
-not read again.
+dropped. `paths()`, `len()` and equality between unbuilt listings read the columns only.
 """
 
 from __future__ import annotations
@@ -71,6 +71,8 @@ class FileList(Sequence[FileEntry]):
                 built = list(map(_entry, self._paths, self._sizes, self._kinds, self._exts))
             if self._entries is None:
                 self._entries = built
+                # The entries hold the same strings; only the columns' own arrays are freed.
+                self._paths, self._sizes, self._exts, self._kinds = [], [], [], []
             entries = self._entries
         return entries
 
@@ -100,7 +102,12 @@ class FileList(Sequence[FileEntry]):
         if isinstance(other, FileList):
             if self._entries is None and other._entries is None:
                 # Unbuilt listings are equal when their columns are: entries are built from them.
-                return self._paths == other._paths and self._sizes == other._sizes and self._exts == other._exts
+                return (self._paths, self._sizes, self._exts, self._kinds) == (
+                    other._paths,
+                    other._sizes,
+                    other._exts,
+                    other._kinds,
+                )
             return self.entries() == other.entries()
         if isinstance(other, list):
             return self.entries() == other
