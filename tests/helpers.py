@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -18,3 +20,16 @@ def require_binary(name: str) -> str:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(message + " (CI=true: CI must install it)")
     pytest.skip(message)
+
+
+def chromium_browser(args: list[str]) -> Iterator[Any]:
+    """A Playwright browser on Debian's Chromium (never a downloaded one), closed afterwards.
+    For a fixture: `yield from chromium_browser(ARGS)`."""
+    executable = require_binary("chromium")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=args)
+        try:
+            yield browser
+        finally:
+            browser.close()

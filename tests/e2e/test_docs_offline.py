@@ -14,7 +14,7 @@ import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
-from helpers import require_binary  # noqa: E402
+from helpers import chromium_browser  # noqa: E402
 from loopwarden.server.app import create_app  # noqa: E402
 from loopwarden.server.security import PAGE_CSP  # noqa: E402
 from loopwarden.server.settings import ServerSettings  # noqa: E402
@@ -26,14 +26,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu"]
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    executable = require_binary("chromium")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    yield from chromium_browser(CHROMIUM_ARGS)
 
 
 def test_docs_render_the_operations_with_nothing_remote(tmp_path: Path, browser: Any) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
-from helpers import require_binary  # noqa: E402
+from helpers import chromium_browser, require_binary  # noqa: E402
 from loopwarden.server.app import create_app  # noqa: E402
 from loopwarden.server.settings import ServerSettings  # noqa: E402
 from server_jobs import approval_job, serve_in_thread, ticking_job  # noqa: E402
@@ -37,14 +37,7 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    executable = require_binary("chromium")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    with playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    yield from chromium_browser(CHROMIUM_ARGS)
 
 
 def settings_for(tmp_path: Path, roots: list[Path]) -> ServerSettings:
