@@ -13,31 +13,16 @@ import argparse
 import asyncio
 import time
 
-from loopwarden import Agent, Budgets, FunctionModel, LoopConfig, ModelReply, ModelRequest, call, tool
+from healthy_run import read_lines, reader
 
-LINES = [f"sample {i}: flow {i * 0.37:.2f} L/min at {20 + i % 7} C" for i in range(10_000)]
+from loopwarden import Agent, Budgets, LoopConfig
 
-
-@tool
-def read_lines(offset: int, limit: int = 20) -> str:
-    """Read lines of the log."""
-    return "\n".join(LINES[offset : offset + limit])
-
-
-def reader(rounds: int) -> FunctionModel:
-    def reply(request: ModelRequest) -> ModelReply | str:
-        n = sum(1 for m in request.messages if m["role"] == "tool")
-        if n >= rounds:
-            return "Flow rose with every sample."
-        narration = f"Reading block {n}; so far the flow keeps rising."
-        return ModelReply(text=narration, tool_calls=[call("read_lines", {"offset": 20 * n})])
-
-    return FunctionModel(reply)
+NARRATION = "Reading block {n}; so far the flow keeps rising."
 
 
 def once(rounds: int, detectors: list[object] | None) -> float:
     config = LoopConfig(budgets=Budgets(max_tool_rounds=rounds + 5, max_model_calls=rounds + 5))
-    agent = Agent(reader(rounds), [read_lines], config=config, detectors=detectors)  # type: ignore[arg-type]
+    agent = Agent(reader(rounds, NARRATION), [read_lines], config=config, detectors=detectors)  # type: ignore[arg-type]
     start = time.perf_counter()
     result = asyncio.run(agent.run("read the log"))
     elapsed = time.perf_counter() - start

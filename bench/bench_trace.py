@@ -18,27 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from loopwarden import Agent, Budgets, FunctionModel, LoopConfig, ModelReply, ModelRequest, call, tool
+from healthy_run import read_lines, reader
+
+from loopwarden import Agent, Budgets, LoopConfig
 from loopwarden.trace.exchanges import load_exchanges
 from loopwarden.trace.store import RunStore
-
-LINES = [f"sample {i}: flow {i * 0.37:.2f} L/min at {20 + i % 7} C" for i in range(10_000)]
-
-
-@tool
-def read_lines(offset: int, limit: int = 20) -> str:
-    """Read lines of the log."""
-    return "\n".join(LINES[offset : offset + limit])
-
-
-def reader(rounds: int) -> FunctionModel:
-    def reply(request: ModelRequest) -> ModelReply | str:
-        n = sum(1 for m in request.messages if m["role"] == "tool")
-        if n >= rounds:
-            return "Flow rose with every sample."
-        return ModelReply(text=f"Reading block {n}.", tool_calls=[call("read_lines", {"offset": 20 * n})])
-
-    return FunctionModel(reply)
 
 
 def once(rounds: int, db: Path | None) -> tuple[float, str]:

@@ -1,0 +1,27 @@
+"""The healthy workload the overhead benchmarks share: a model that reads a log in N segments
+(with a line of narration each), then answers. Model and tools are instant, so what is measured
+is the runtime's own cost."""
+
+from __future__ import annotations
+
+from loopwarden import FunctionModel, ModelReply, ModelRequest, call, tool
+
+LINES = [f"sample {i}: flow {i * 0.37:.2f} L/min at {20 + i % 7} C" for i in range(10_000)]
+
+
+@tool
+def read_lines(offset: int, limit: int = 20) -> str:
+    """Read lines of the log."""
+    return "\n".join(LINES[offset : offset + limit])
+
+
+def reader(rounds: int, narration: str = "Reading block {n}.") -> FunctionModel:
+    """`narration` is formatted with the block number `n`: distinct text every round."""
+
+    def reply(request: ModelRequest) -> ModelReply | str:
+        n = sum(1 for m in request.messages if m["role"] == "tool")
+        if n >= rounds:
+            return "Flow rose with every sample."
+        return ModelReply(text=narration.format(n=n), tool_calls=[call("read_lines", {"offset": 20 * n})])
+
+    return FunctionModel(reply)
