@@ -72,9 +72,9 @@ async def run_report(
     try:
         validate_report_config(config)
         tools = toolchain or probe_toolchain(config.pdf)
-        stages = plan_pipeline(config, xelatex=tools.can_compile)
-        config.out_dir.mkdir(parents=True, exist_ok=True)
         template = load_template(config.template)
+        stages = plan_stages(template, xelatex=tools.can_compile and config.pdf)  # = plan_pipeline, one load
+        config.out_dir.mkdir(parents=True, exist_ok=True)
         ctx = Context(config, stamp, tools, template, models or ReportModels(), exploration, approvals=approvals)
         log = (config.out_dir / "events.jsonl").open("w", encoding="utf-8")
     except (ReportInputError, TemplateError, OSError) as error:
