@@ -14,6 +14,7 @@ COMMAND_MODULES = (
     "loopwarden.server.cli",  # serve
     "loopwarden.eval.cli",  # eval
     "loopwarden.trace.cli",  # trace
+    "loopwarden.proxy.cli",  # proxy
 )
 
 

@@ -1,0 +1,141 @@
+"""What the guard on the wire costs: added latency per request (p50/p99) and time to first byte
+through `loopwarden proxy`, as ratios to going direct to the same upstream, at 1 and 50 concurrent
+conversations. Upstream, proxy and clients are separate processes on 127.0.0.1; direct and proxied
+rounds alternate so drift in the machine's speed hits both.
+
+    python bench/bench_proxy.py [--conversations 1 50] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "read_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}},
+    }
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(args: list[str], port: int, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    log = open(f"/tmp/bench_proxy_{port}.log", "wb")  # noqa: SIM115
+    process = subprocess.Popen(args, stdout=log, stderr=log, env=env)
+    for _ in range(600):
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return process
+        if process.poll() is not None:
+            raise SystemExit(f"{args[:3]} exited with {process.returncode}")
+        time.sleep(0.1)
+    raise SystemExit(f"{args[:3]} did not listen on {port}")
+
+
+async def conversation(
+    client: httpx.AsyncClient, base: str, n: int, latencies: list[float], firsts: list[float]
+) -> None:
+    messages: list[dict[str, object]] = [{"role": "user", "content": f"conversation {n}: read every file"}]
+    while True:
+        body = {"model": "bench", "messages": messages, "tools": TOOLS, "stream": True}
+        began = time.perf_counter()
+        first = None
+        raw = b""
+        async with client.stream("POST", f"{base}/chat/completions", json=body) as response:
+            async for piece in response.aiter_bytes():
+                first = first or time.perf_counter()
+                raw += piece
+        latencies.append(time.perf_counter() - began)
+        firsts.append((first or time.perf_counter()) - began)
+        calls: dict[int, dict[str, str]] = {}
+        for line in raw.decode().splitlines():
+            if not line.startswith("data: {"):
+                continue
+            for choice in json.loads(line[6:])["choices"]:
+                for part in choice["delta"].get("tool_calls") or []:
+                    slot = calls.setdefault(part["index"], {"id": "", "name": "", "arguments": ""})
+                    slot["id"] = slot["id"] or part.get("id", "")
+                    slot["name"] += part.get("function", {}).get("name") or ""
+                    slot["arguments"] += part.get("function", {}).get("arguments") or ""
+        if not calls:
+            return
+        tool_calls = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in calls.values()
+        ]
+        messages.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
+        messages += [{"role": "tool", "tool_call_id": c["id"], "content": "x" * 200} for c in calls.values()]
+
+
+async def round_(base: str, conversations: int) -> tuple[list[float], list[float]]:
+    latencies: list[float] = []
+    firsts: list[float] = []
+    limits = httpx.Limits(max_connections=conversations + 5)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+        await asyncio.gather(*(conversation(client, base, n, latencies, firsts) for n in range(conversations)))
+    return latencies, firsts
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))] * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--conversations", type=int, nargs="+", default=[1, 50])
+    parser.add_argument("--rounds", type=int, default=3)
+    options = parser.parse_args()
+    up_port, proxy_port = free_port(), free_port()
+    upstream = start([sys.executable, str(HERE / "proxy_upstream.py"), str(up_port)], up_port)
+    env = dict(os.environ, LOOPWARDEN_TRACE_DB="")
+    proxy_args = [sys.executable, "-m", "loopwarden.cli", "proxy", "--upstream", f"http://127.0.0.1:{up_port}/v1"]
+    proxy = start([*proxy_args, "--port", str(proxy_port)], proxy_port, env)
+    try:
+        direct, through = f"http://127.0.0.1:{up_port}/v1", f"http://127.0.0.1:{proxy_port}/v1"
+        print("| conversations | figure | direct p50 | proxy p50 | ratio p50 | direct p99 | proxy p99 | ratio p99 |")
+        print("|---|---|---|---|---|---|---|---|")
+        for n in options.conversations:
+            asyncio.run(round_(direct, n))  # warm-up, both paths
+            asyncio.run(round_(through, n))
+            d_lat, d_first, p_lat, p_first = [], [], [], []
+            for _ in range(options.rounds):
+                lat, first = asyncio.run(round_(direct, n))
+                d_lat += lat
+                d_first += first
+                lat, first = asyncio.run(round_(through, n))
+                p_lat += lat
+                p_first += first
+            for name, d, p in (("request latency", d_lat, p_lat), ("time to first byte", d_first, p_first)):
+                d50, p50, d99, p99 = pct(d, 50), pct(p, 50), pct(d, 99), pct(p, 99)
+                print(
+                    f"| {n} | {name} | {d50:.1f} ms | {p50:.1f} ms | {p50 / d50:.2f}x | {d99:.1f} ms | {p99:.1f} ms | {p99 / d99:.2f}x |"
+                )
+            added = statistics.median(p_lat) - statistics.median(d_lat)
+            print(f"| {n} | added per request (median) | | {added * 1000:.1f} ms | | | | |")
+        print(f"\n_{len(d_lat)} requests per path per concurrency level; 10 tool turns + an answer per conversation._")
+    finally:
+        for process in (proxy, upstream):
+            process.terminate()
+            process.wait(30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""The proxy's options, checked before anything listens: one clear line for each mistake."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ..config import LoopConfig
+from ..guard import DEFAULT_DETECTORS
+from ..guard.budget import Budgets
+from ..guard.ladder import Ladder
+from .app import ProxySettings
+from .replay import WirePolicy
+
+OFF = 10**9
+"""A rung set to 0 on the command line never fires."""
+
+
+class ProxyOptionError(ValueError):
+    pass
+
+
+def build_settings(
+    *,
+    upstream: str,
+    host: str = "127.0.0.1",
+    terminal: Sequence[str] = (),
+    repeatable: Sequence[str] = (),
+    writes: Sequence[str] = (),
+    rungs: tuple[int, int, int] = (3, 4, 5),
+    disabled: Sequence[str] = (),
+    max_model_calls: int | None = None,
+    max_tokens: int | None = None,
+    max_tool_rounds: int | None = None,
+    db: Path | None = None,
+) -> ProxySettings:
+    parsed = urlparse(upstream)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ProxyOptionError(
+            f"--upstream must be an http(s) URL such as https://api.deepseek.com/v1, not {upstream!r}"
+        )
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback:
+        raise ProxyOptionError(f"the proxy listens on loopback only (127.0.0.1 or ::1), not {host!r}")
+    nudge, narrow, stop = (value if value > 0 else OFF for value in rungs)
+    if not nudge <= narrow <= stop and OFF not in (nudge, narrow, stop):
+        raise ProxyOptionError(f"rungs must rise: nudge {nudge} <= narrow {narrow} <= stop {stop}")
+    unknown = set(disabled) - set(DEFAULT_DETECTORS)
+    if unknown:
+        raise ProxyOptionError(f"unknown detector {sorted(unknown)}; known: {sorted(DEFAULT_DETECTORS)}")
+    # A coding agent's task may take hundreds of tool rounds: only the budgets asked for hold here.
+    budgets = Budgets(max_tool_rounds=max_tool_rounds, max_model_calls=max_model_calls, max_tokens=max_tokens)
+    config = LoopConfig(
+        ladder=Ladder(nudge_at=nudge, narrow_at=narrow, stop_at=stop),
+        budgets=budgets,
+        disabled_detectors=frozenset(disabled),
+        tool_timeout=None,
+    )
+    policy = WirePolicy(config, frozenset(terminal), frozenset(repeatable), frozenset(writes))
+    return ProxySettings(upstream=upstream, policy=policy, store_path=db)

@@ -1,0 +1,54 @@
+"""Tools declared by a JSON Schema (MCP servers, proxied clients): the schema is shown as given,
+arguments are checked against it, and the function gets them as keywords."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from loopwarden import Agent, ScriptedModel, call
+from loopwarden.executor import validate_arguments
+from loopwarden.schema_tools import tool_from_schema
+from loopwarden.tools import ToolResult
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}, "limit": {"type": "integer", "minimum": 1}},
+    "required": ["path"],
+    "additionalProperties": False,
+}
+
+
+def test_the_schema_is_shown_exactly_as_given() -> None:
+    t = tool_from_schema("read", SCHEMA, lambda **kw: kw, description="Read")
+    assert t.openai_schema()["function"]["parameters"] == SCHEMA
+
+
+@pytest.mark.parametrize(
+    "arguments, problem",
+    [({"limit": 3}, "'path' is a required property"), ({"path": "a", "limit": 0}, "limit"), ({"path": 1}, "path")],
+)
+def test_arguments_that_break_the_schema_are_refused_with_the_reason(arguments: dict[str, Any], problem: str) -> None:
+    result = validate_arguments(tool_from_schema("read", SCHEMA, lambda **kw: kw), arguments)
+    assert isinstance(result, ToolResult) and result.error_type == "invalid_arguments"
+    assert problem in (result.message or "")
+
+
+async def test_sync_and_async_functions_get_the_arguments_as_keywords() -> None:
+    async def async_read(**kwargs: Any) -> str:
+        return f"async {kwargs['path']}"
+
+    for fn, expected in ((lambda **kw: f"sync {kw['path']}", "sync a"), (async_read, "async a")):
+        t = tool_from_schema("read", SCHEMA, fn)
+        validated = validate_arguments(t, {"path": "a"})
+        assert not isinstance(validated, ToolResult)
+        assert await t.call(validated) == expected
+
+
+def test_a_broken_schema_still_lets_the_tool_run() -> None:
+    t = tool_from_schema("odd", {"type": "object", "properties": {"x": {"type": "no-such-type"}}}, lambda **kw: "ran")
+    model = ScriptedModel([call("odd", {"x": 1}), "done"])
+    result = Agent(model, [t]).run_sync("go")
+    assert result.output == "done"
+    assert next(e for e in result.events if e.type == "tool_result").ok  # type: ignore[attr-defined]
