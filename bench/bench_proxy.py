@@ -16,6 +16,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -37,14 +38,15 @@ def free_port() -> int:
 
 
 def start(args: list[str], port: int, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    log = open(f"/tmp/bench_proxy_{port}.log", "wb")  # noqa: SIM115
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - read back only if the process dies
     process = subprocess.Popen(args, stdout=log, stderr=log, env=env)
     for _ in range(600):
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 return process
         if process.poll() is not None:
-            raise SystemExit(f"{args[:3]} exited with {process.returncode}")
+            log.seek(0)
+            raise SystemExit(f"{args[:3]} exited with {process.returncode}: {log.read()[-2000:].decode(errors='replace')}")
         time.sleep(0.1)
     raise SystemExit(f"{args[:3]} did not listen on {port}")
 
