@@ -8,13 +8,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from durable_kit import fresh_database
 
+from durable_kit import fresh_database
 from loopwarden.server.events import RunQueued
 
 pytest.importorskip("psycopg", reason="the durable extra is not installed")
 
-from loopwarden.trace.pgstore import PostgresRunStore  # noqa: E402
+from loopwarden.trace.pgstore import PostgresRunStore
 
 
 def test_concurrent_writers_number_events_without_gaps_or_duplicates() -> None:
