@@ -46,7 +46,8 @@ def start(args: list[str], port: int, env: dict[str, str] | None = None) -> subp
                 return process
         if process.poll() is not None:
             log.seek(0)
-            raise SystemExit(f"{args[:3]} exited with {process.returncode}: {log.read()[-2000:].decode(errors='replace')}")
+            said = log.read()[-2000:].decode(errors="replace")
+            raise SystemExit(f"{args[:3]} exited with {process.returncode}: {said}")
         time.sleep(0.1)
     raise SystemExit(f"{args[:3]} did not listen on {port}")
 
@@ -97,7 +98,7 @@ async def round_(base: str, conversations: int) -> tuple[list[float], list[float
 
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))] * 1000
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] * 1000
 
 
 def main() -> None:
