@@ -129,7 +129,8 @@ def main() -> None:
             for name, d, p in (("request latency", d_lat, p_lat), ("time to first byte", d_first, p_first)):
                 d50, p50, d99, p99 = pct(d, 50), pct(p, 50), pct(d, 99), pct(p, 99)
                 print(
-                    f"| {n} | {name} | {d50:.1f} ms | {p50:.1f} ms | {p50 / d50:.2f}x | {d99:.1f} ms | {p99:.1f} ms | {p99 / d99:.2f}x |"
+                    f"| {n} | {name} | {d50:.1f} ms | {p50:.1f} ms | {p50 / d50:.2f}x"
+                    f" | {d99:.1f} ms | {p99:.1f} ms | {p99 / d99:.2f}x |"
                 )
             added = statistics.median(p_lat) - statistics.median(d_lat)
             print(f"| {n} | added per request (median) | | {added * 1000:.1f} ms | | | | |")
