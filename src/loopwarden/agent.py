@@ -25,7 +25,7 @@ from .trace.tracing import Tracer, TraceTarget, resolve_trace
 from .verify import Verifier
 
 
-@dataclass
+@dataclass(repr=False)
 class RunResult:
     run_id: str
     status: Status
@@ -35,6 +35,16 @@ class RunResult:
     events: list[Event]
     messages: list[Message]
     state: RunState
+
+    def __repr__(self) -> str:
+        # Short on purpose: Python 3.11's asyncio.run() formats the repr of its main task, result
+        # included, when it restores the SIGINT handler; a full repr would cost time per event.
+        output = repr(self.output)
+        return (
+            f"RunResult(run_id={self.run_id!r}, status={self.status!r}, stop_reason={self.stop_reason!r},"
+            f" output={output[:80] + '...' if len(output) > 80 else output},"
+            f" events=<{len(self.events)}>, messages=<{len(self.messages)}>)"
+        )
 
 
 @dataclass

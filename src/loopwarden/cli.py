@@ -1,38 +1,101 @@
 """The `loopwarden` command. Each part of the project adds its own subcommands through a
-`register(app)` function in its own module, so this file stays a table of contents."""
+`register(app)` function in its own module, so this file stays a table of contents.
+
+The table also holds each command's one-line help, so `loopwarden --help` imports none of those
+modules (nor what they pull in: the report agent, the server, the eval harness); a command's
+module is imported when that command runs or its own help is asked for. A test checks the table
+against what the modules register.
+"""
 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
-COMMAND_MODULES = (
-    "loopwarden.examples.cli",  # demo
-    "loopwarden.models.doctor",  # doctor
-    "loopwarden.report.cli",  # report
-    "loopwarden.server.cli",  # serve
-    "loopwarden.eval.cli",  # eval
-    "loopwarden.trace.cli",  # trace
-)
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module whose register(app) adds it, its one-line help)
+    "demo": ("loopwarden.examples.cli", "Show a collapsing model being stopped and a healthy one finishing (offline)."),
+    "doctor": (
+        "loopwarden.models.doctor",
+        "Check the configured model endpoint (reachable, key accepted, model exists, tool calling).",
+    ),
+    "report": (
+        "loopwarden.report.cli",
+        "Explore a data folder and write the report (report.tex, report.pdf, report.md).",
+    ),
+    "serve": ("loopwarden.server.cli", "Serve report runs over HTTP: API, live events (SSE) and a web page."),
+    "eval": (
+        "loopwarden.eval.cli",
+        "Run eval cases: per case pass/fail with the reason, per intent the loop metrics.",
+    ),
+    "eval-import": (
+        "loopwarden.eval.cli",
+        "Turn a recorded run into a regression case: replayed model, canned tool results.",
+    ),
+    "trace": ("loopwarden.trace.cli", "Read kept runs: summaries and JSONL export."),
+}
+
+HELP = "Tool-calling agents that do not loop. The model proposes; the runtime decides."
+
+
+# Context and command types are typer's own click (vendored in recent typer): typed as Any here.
+
+
+def registered_commands(module_name: str) -> dict[str, Any]:
+    """The commands a module's `register(app)` adds, as click commands."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    importlib.import_module(module_name).register(app)
+    return dict(typer.main.get_group(app).commands)
+
+
+class LazyCommands(TyperGroup):
+    """Lists the commands of the table; imports a command's module only to run it (or to show
+    its own help)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.missing: set[str] = set()
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        if cmd_name not in COMMANDS or cmd_name in self.missing:
+            return None
+        _, short = COMMANDS[cmd_name]
+        return TyperCommand(cmd_name, help=short, short_help=short)  # a listing entry: never run
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
+        if args and args[0] in COMMANDS and args[0] not in self.commands:
+            module_name, _ = COMMANDS[args[0]]
+            try:
+                self.commands.update(registered_commands(module_name))
+            except ModuleNotFoundError as error:
+                if error.name is None or not module_name.startswith(error.name):
+                    raise  # a dependency is missing: say which
+                self.missing.add(args[0])  # that part of the project is not there: "No such command"
+        return super().resolve_command(ctx, args)
 
 
 def build_app() -> typer.Typer:
     app = typer.Typer(
         name="loopwarden",
-        help="Tool-calling agents that do not loop. The model proposes; the runtime decides.",
+        cls=LazyCommands,
+        help=HELP,
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
     )
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as error:
-            if error.name is not None and name.startswith(error.name):
-                continue  # that part is not built yet
-            raise
-        module.register(app)
+
+    @app.callback()
+    def root() -> None:  # a group, even before any command is loaded
+        pass
+
     return app
 
 
