@@ -27,6 +27,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Explore a data folder and write the report (report.tex, report.pdf, report.md).",
     ),
     "serve": ("loopwarden.server.cli", "Serve report runs over HTTP: API, live events (SSE) and a web page."),
+    "worker": (
+        "loopwarden.durable.cli",
+        "Run durable runs from the queue shared through LOOPWARDEN_DATABASE_URL (postgresql://...).",
+    ),
     "eval": (
         "loopwarden.eval.cli",
         "Run eval cases: per case pass/fail with the reason, per intent the loop metrics.",
