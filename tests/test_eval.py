@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
@@ -432,6 +432,7 @@ _json = st.recursive(
 )
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])  # file I/O on a loaded machine
 @given(st.dictionaries(st.sampled_from(["name", "input", "tools", "model", "expect", "checklist", "x"]), _json))
 def test_any_yaml_mapping_loads_or_fails_with_a_case_error(data: dict[str, Any]) -> None:
     import tempfile

@@ -188,6 +188,8 @@ def finding_event(run: Run, finding: Finding) -> Event:
 
 
 def phase_event(run: Run, reason: str, status: Status, message: str) -> Event:
+    if status != "completed" and reason not in run.fired:
+        run.fired.append(reason)  # a budget (or any stop no detector announced) is named last
     return run.stamp(
         PhaseEnded,
         phase=run.config.phase,
@@ -195,13 +197,21 @@ def phase_event(run: Run, reason: str, status: Status, message: str) -> Event:
         policy=run.config.policy,
         status=status,
         message=message,
+        detectors=list(run.fired),
     )
 
 
-def finished(run: Run, status: Status, reason: str, output: Any, note: str = "") -> Event:
+def finished(run: Run, status: Status, reason: str, output: Any, note: str = "", *, rescued: bool = False) -> Event:
     run.totals.duration_s = time.monotonic() - run.started
     run.totals.duplicates_avoided = run.checker.duplicates_avoided
     checklist = run.state.checklist.snapshot() if run.state.checklist else None
     return run.stamp(
-        RunFinished, status=status, stop_reason=reason, output=output, totals=run.totals, checklist=checklist
+        RunFinished,
+        status=status,
+        stop_reason=reason,
+        output=output,
+        totals=run.totals,
+        checklist=checklist,
+        detectors=list(run.fired),
+        rescued=rescued,
     )

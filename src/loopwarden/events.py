@@ -140,6 +140,9 @@ class PhaseEnded(Event):
     policy: StopPolicy
     status: Status
     message: str = ""
+    detectors: list[str] = Field(default_factory=list)
+    """Every detector that stepped in (steered, narrowed or stopped) during the phase, in the
+    order it first did; a budget that ended the phase comes last."""
 
 
 class RunFinished(Event):
@@ -150,6 +153,10 @@ class RunFinished(Event):
     totals: Totals
     checklist: dict[str, bool] | None = None
     """Each checklist item and whether it was done, when the run had a checklist."""
+    detectors: list[str] = Field(default_factory=list)
+    """As on `phase_ended`: the detectors that stepped in, in order."""
+    rescued: bool = False
+    """Completed only because the runtime forced the terminal tool (a fallback, not a finish)."""
 
 
 class IntentRouted(Event):

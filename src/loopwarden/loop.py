@@ -86,6 +86,7 @@ class Run:
         self.done = False
         self.turn_findings: list[Finding] = []
         self.nudged: set[str] = set()
+        self.fired: list[str] = []  # detectors that stepped in, in the order they first did
         self.narrowed: set[str] = set()
         self.forced_choice: ToolChoice | None = None
         self.last_offered: list[str] = []
@@ -194,8 +195,9 @@ class Run:
         elif terminal is not None:
             assert terminal.result is not None
             output = terminal.result.data if terminal.result.data is not None else terminal.arguments
+            rescued = isinstance(self.last_choice, dict)  # the runtime forced this call
             yield phase_event(self, "terminal_tool", "completed", f"{terminal.call.name} ended the phase")
-            yield finished(self, "completed", "terminal_tool", output)
+            yield finished(self, "completed", "terminal_tool", output, rescued=rescued)
             self.done = True
             return
         elif self.state.checklist is not None and self.state.checklist.complete:
@@ -222,6 +224,8 @@ class Run:
     def _apply_findings(self) -> Iterator[Event]:
         findings, self.turn_findings = self.turn_findings, []
         for finding in findings:
+            if finding.rung != Rung.NONE and finding.detector not in self.fired:
+                self.fired.append(finding.detector)
             if finding.detector != "repeated_call":  # its verdicts were told per call already
                 yield finding_event(self, finding)
             if finding.rung == Rung.STOP:
