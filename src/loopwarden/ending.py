@@ -9,7 +9,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from .config import WRAP_UP_REQUEST
+from .config import ASSEMBLED_MARK, NO_CALLS_REQUEST, WRAP_UP_REQUEST
 from .events import (
     Event,
     GuardVerdict,
@@ -55,27 +55,56 @@ async def after_stop(run: Run, stop: Stop) -> AsyncIterator[Event]:
 
 
 async def final_answer(run: Run, request: str, stop_reason: str, status: Status) -> AsyncIterator[Event]:
-    """One more model call with no tools offered; its text is the run's output."""
+    """One more model call with no tools offered; its text is the run's output. A reply with
+    no text (only tool calls, or nothing) is asked once more with the tools shown and
+    `tool_choice="none"`; if that brings no text either, the answer is assembled from the
+    results gathered and marked as such. The output is never empty."""
     run.messages.append({"role": "user", "content": request})
-    try:
-        reply = await call_model(run, [], None)
-    except Stop as stop:
-        if stop.event is not None:
-            yield stop.event
-        yield finished(run, status, stop_reason, None, note=stop.message)
+    reply: ModelReply | None = None
+    asks: list[tuple[list[str], ToolChoice | None]] = [([], None), (run.scope.offered(set()), "none")]
+    for tools, choice in asks:
+        try:
+            reply = await call_model(run, tools, choice)
+        except Stop as stop:
+            if stop.event is not None:
+                yield stop.event
+            yield finished(run, status, stop_reason, None, note=stop.message)
+            return
+        yield model_event(run, reply)
+        if reply.tool_calls:
+            yield run.stamp(
+                GuardVerdict,
+                turn=run.turn,
+                detector="no_tools_phase",
+                action="refused",
+                reason="tool calls proposed when asked for the answer; ignored",
+                evidence=[c.name for c in reply.tool_calls],
+            )
+        if (reply.text or "").strip():
+            break
+        run.messages += [
+            {"role": "assistant", "content": reply.text or ""},
+            {"role": "user", "content": NO_CALLS_REQUEST},
+        ]
+    else:
+        yield finished(run, status, stop_reason, assembled_answer(run), assembled=True)
         return
-    yield model_event(run, reply)
-    if reply.tool_calls:
-        yield run.stamp(
-            GuardVerdict,
-            turn=run.turn,
-            detector="no_tools_phase",
-            action="refused",
-            reason="tool calls proposed when no tools were offered; ignored",
-            evidence=[c.name for c in reply.tool_calls],
-        )
     async for event in finish_with_answer(run, reply, stop_reason, status):
         yield event
+
+
+def assembled_answer(run: Run) -> str:
+    """What the tools returned, as an answer nobody wrote: the fallback when the model gives none."""
+    seen: set[str] = set()
+    lines = []
+    for record in run.state.records:
+        result = record.result
+        if result is None or not result.ok or record.fingerprint in seen:
+            continue
+        seen.add(record.fingerprint)
+        lines.append(f"- {record.tool}: {result.to_model_content()[:300]}")
+    body = "\n".join(lines[-20:]) or "- no tool returned a result"
+    return f"{ASSEMBLED_MARK}\n{body}"
 
 
 async def finish_with_answer(
@@ -201,7 +230,16 @@ def phase_event(run: Run, reason: str, status: Status, message: str) -> Event:
     )
 
 
-def finished(run: Run, status: Status, reason: str, output: Any, note: str = "", *, rescued: bool = False) -> Event:
+def finished(
+    run: Run,
+    status: Status,
+    reason: str,
+    output: Any,
+    note: str = "",
+    *,
+    rescued: bool = False,
+    assembled: bool = False,
+) -> Event:
     run.totals.duration_s = time.monotonic() - run.started
     run.totals.duplicates_avoided = run.checker.duplicates_avoided
     checklist = run.state.checklist.snapshot() if run.state.checklist else None
@@ -214,4 +252,5 @@ def finished(run: Run, status: Status, reason: str, output: Any, note: str = "",
         checklist=checklist,
         detectors=list(run.fired),
         rescued=rescued,
+        assembled=assembled,
     )

@@ -93,7 +93,10 @@ class ToolCallProposed(Event):
     call_id: str
     tool: str
     arguments: Any
+    """As validated (defaults filled in, values coerced): what runs and what is fingerprinted."""
     args_hash: str
+    raw_arguments: str | None = None
+    """The argument text exactly as the model wrote it."""
 
 
 class GuardVerdict(Event):
@@ -157,6 +160,8 @@ class RunFinished(Event):
     """As on `phase_ended`: the detectors that stepped in, in order."""
     rescued: bool = False
     """Completed only because the runtime forced the terminal tool (a fallback, not a finish)."""
+    assembled: bool = False
+    """The model gave no answer when asked; `output` was assembled from the tool results."""
 
 
 class IntentRouted(Event):

@@ -161,6 +161,7 @@ class Run:
                 tool=p.call.name,
                 arguments=p.arguments,
                 args_hash=args_hash(p.arguments),
+                raw_arguments=p.call.arguments,
             )
             yield verdict_event(self, p)
         self._observe("on_calls", [p.record for p in proposals])

@@ -1,7 +1,11 @@
-"""Guarding one proposed call before anything runs: parse its arguments, fingerprint it, ask
-the repeated-call ladder, then check that the tool exists, is offered, is permitted, and that
-the arguments match its schema. Whatever is refused becomes a structured result the model
-reads; only what passes every check reaches the executor."""
+"""Guarding one proposed call before anything runs: parse its arguments, validate them against
+the tool's schema, fingerprint what validation made of them, ask the repeated-call ladder, then
+check that the tool exists, is offered and is permitted. Whatever is refused becomes a
+structured result the model reads; only what passes every check reaches the executor.
+
+The fingerprint is taken of the validated arguments (defaults filled in, values coerced to
+their schema types), so `{"path": "a"}`, `{"path": "a", "offset": 0}` and `{"offset": "0",
+"path": "a"}` are one call; the model's raw argument text is kept for the trace."""
 
 from __future__ import annotations
 
@@ -147,6 +151,9 @@ class ProposalChecker:
         tool = self.registry.get(call.name)
         prepared = self.prepare(tool, arguments) if tool and self.prepare and parse_error is None else None
         arguments = prepared.arguments if prepared else arguments
+        validated = validate_arguments(tool, arguments) if tool is not None and parse_error is None else None
+        if validated is not None and not isinstance(validated, ToolResult):
+            arguments = normalised(validated)
         fp = fingerprint(tool.qualified_name if tool else call.name, arguments)
         decision = self.repeats.check(fp, tool, turn) if tool else self.repeats.check_unknown(fp, turn)
         p = Proposal(call, turn, arguments, fp, tool, decision, changed=prepared.changed if prepared else None)
@@ -160,11 +167,16 @@ class ProposalChecker:
             self.duplicates_avoided += 1
             p.result = repeat_notice(decision.cached, decision.count, decision.first_turn)
         else:
-            self._refuse_or_validate(p, parse_error, offered, prepared.refusal if prepared else None)
+            self._refuse_or_validate(p, parse_error, offered, prepared.refusal if prepared else None, validated)
         return p
 
     def _refuse_or_validate(
-        self, p: Proposal, parse_error: str | None, offered: set[str], slot_refusal: ToolResult | None = None
+        self,
+        p: Proposal,
+        parse_error: str | None,
+        offered: set[str],
+        slot_refusal: ToolResult | None = None,
+        validated: BaseModel | ToolResult | None = None,
     ) -> None:
         tool = p.tool
         if tool is None:
@@ -188,12 +200,19 @@ class ProposalChecker:
             p.refused_by, p.result = "permission", not_allowed
         elif slot_refusal is not None:
             p.refused_by, p.result = "slots", slot_refusal
+        elif isinstance(validated, ToolResult):
+            p.refused_by, p.result = "schema", validated
         else:
-            validated = validate_arguments(tool, p.arguments)
-            if isinstance(validated, ToolResult):
-                p.refused_by, p.result = "schema", validated
-            else:
-                p.validated = validated
+            assert validated is not None  # validated whenever the tool exists and the JSON parsed
+            p.validated = validated
+
+
+def normalised(validated: BaseModel) -> Any:
+    """The arguments as validation made them: every field with its default, coerced values."""
+    try:
+        return validated.model_dump(mode="json")
+    except (ValueError, TypeError):  # a value JSON cannot hold; its Python form still fingerprints
+        return validated.model_dump()
 
 
 def _parse_arguments(raw: str) -> tuple[Any, str | None]:
