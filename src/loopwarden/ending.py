@@ -21,6 +21,7 @@ from .events import (
 )
 from .guard.budget import HARD_BUDGET_REASONS
 from .guard.ladder import Finding, Rung
+from .guard.repetition import chant
 from .models.base import ModelError, ModelReply, ModelRequest, ToolChoice
 from .proposals import Proposal
 from .verify import first_failure, reinforcement
@@ -56,9 +57,9 @@ async def after_stop(run: Run, stop: Stop) -> AsyncIterator[Event]:
 
 async def final_answer(run: Run, request: str, stop_reason: str, status: Status) -> AsyncIterator[Event]:
     """One more model call with no tools offered; its text is the run's output. A reply with
-    no text (only tool calls, or nothing) is asked once more with the tools shown and
-    `tool_choice="none"`; if that brings no text either, the answer is assembled from the
-    results gathered and marked as such. The output is never empty."""
+    no answer in it (only tool calls, nothing, or a chant) is asked once more with the tools
+    shown and `tool_choice="none"`; if that brings none either, the answer is assembled from
+    the results gathered and marked as such. The output is never empty."""
     run.messages.append({"role": "user", "content": request})
     reply: ModelReply | None = None
     asks: list[tuple[list[str], ToolChoice | None]] = [([], None), (run.scope.offered(set()), "none")]
@@ -80,7 +81,12 @@ async def final_answer(run: Run, request: str, stop_reason: str, status: Status)
                 reason="tool calls proposed when asked for the answer; ignored",
                 evidence=[c.name for c in reply.tool_calls],
             )
-        if (reply.text or "").strip():
+        chanted = chant(reply.text or "")
+        if chanted is not None:
+            yield run.stamp(
+                GuardVerdict, turn=run.turn, detector="repetition", action="refused", reason=f"no answer: {chanted}"
+            )
+        elif (reply.text or "").strip():
             break
         run.messages += [
             {"role": "assistant", "content": reply.text or ""},
@@ -99,11 +105,11 @@ def assembled_answer(run: Run) -> str:
     lines = []
     for record in run.state.records:
         result = record.result
-        if result is None or not result.ok or record.fingerprint in seen:
+        if result is None or not record.executed or record.fingerprint in seen:
             continue
         seen.add(record.fingerprint)
         lines.append(f"- {record.tool}: {result.to_model_content()[:300]}")
-    body = "\n".join(lines[-20:]) or "- no tool returned a result"
+    body = "\n".join(lines[-20:]) or "- no tool was run"
     return f"{ASSEMBLED_MARK}\n{body}"
 
 

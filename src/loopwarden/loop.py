@@ -45,6 +45,8 @@ from .executor import Executor
 from .guard import build_detectors
 from .guard.fingerprint import args_hash
 from .guard.ladder import Finding, Rung
+from .guard.monologue import PENDING_TERMINAL, open_work
+from .guard.novelty import novelty_of
 from .guard.repeat import RepeatGuard
 from .models.base import Message, ModelReply, ToolChoice
 from .proposals import Proposal, ProposalChecker
@@ -66,7 +68,8 @@ class Run:
         self.stamp = stamper or EventStamper(run_id)
         self.totals = Totals()
         self.state = RunState(checklist=Checklist(agent.checklist) if agent.checklist else None)
-        self.repeats = RepeatGuard(self.config.ladder)
+        self.novelty = novelty_of(self.state)
+        self.repeats = RepeatGuard(self.config.ladder, self.novelty)
         self.detectors = build_detectors(agent.detectors, self.config.disabled_detectors)
         self.approvals = ApprovalReview(agent.approvals, self.stamp, lambda: self.messages)
         roles = agent.principal.roles if agent.principal else agent.principal_roles
@@ -175,12 +178,16 @@ class Run:
             self.done = True
             return
         await self._execute([p for p in proposals if p.runnable])
+        records = []
         for p in proposals:
             assert p.result is not None
             self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": p.result.to_model_content()})
-            done = self.state.add(p.record)
+            records.append(p.record)
+            done = self.state.add(records[-1])
             yield self.stamp(ToolResultEvent, turn=self.turn, checklist_done=done, **p.result_fields())
-        self._observe("on_results", [p.record for p in proposals])
+        self.novelty.observe_results(self.turn, records, self.state)
+        self.repeats.settle(p.fingerprint for p in proposals)
+        self._observe("on_results", records)
         if found := self.scope.observe((p.tool, p.result) for p in proposals):
             yield self.stamp(
                 ToolsDiscovered, turn=self.turn, tools=found, n_tools_offered_next=len(self._offered_now())
@@ -252,6 +259,11 @@ class Run:
         """Text detectors see every reply; with calls, their findings wait for the turn's results."""
         self.turn_findings, self.text_flagged = [], False
         self.state.add_reply(self.turn, reply.text or "", len(reply.tool_calls), bool(self.last_offered))
+        self.state.data[PENDING_TERMINAL] = [
+            t.wire_name for t in self.agent.registry if t.terminal and t.wire_name in self.last_offered
+        ]
+        if reply.text:
+            self.novelty.observe_text(reply.text)
         if not reply.text and reply.tool_calls:
             return  # an empty reply with no call is still a reply that did nothing: detectors see it
         for detector in self.detectors:
@@ -265,13 +277,15 @@ class Run:
                 yield event
 
     def _keep_working(self, reply: ModelReply) -> bool:
-        """A text-only reply is no answer while text detectors object to it, or while declared
-        work is open and tools are offered (then the model is reminded what is left)."""
+        """A text-only reply is no answer while text detectors object to it, or while work is
+        open and tools are offered: checklist items left, or a terminal tool not yet called
+        (then the model is reminded what is left; the monologue detector counts the replies)."""
         if self.text_flagged:
             return True
-        if not (self.state.task_open and self.last_offered and self.state.checklist):
+        missing = open_work(self.state) if self.last_offered else []
+        if not missing:
             return False
-        reminder = CHECKLIST_OPEN_REMINDER.format(missing=", ".join(self.state.checklist.missing))
+        reminder = CHECKLIST_OPEN_REMINDER.format(missing=", ".join(missing))
         self.messages += [reply.assistant_message(), {"role": "user", "content": reminder}]
         return True
 

@@ -3,16 +3,24 @@
 Counted per fingerprint per run. A repeat of a call whose result is known is answered from
 that result instead of running again; further repeats steer, narrow, then stop the phase.
 `repeatable` tools (polling) are exempt, `terminal` tools are never counted.
+
+What climbs the ladder is a run of repeats with nothing new in between: a repeat made after
+other calls brought new results since this call was last made (guard/novelty.py) is still
+answered from the cache, but starts the count again from 2. So a model that re-reads two files
+after a detour that taught it something is answered, not steered; one that asks the same thing
+with nothing new coming back climbs as before (the 3rd identical call steers, the 5th stops).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..events import VerdictAction
 from ..tools import Tool, ToolResult
 from .ladder import Ladder, Rung
+from .novelty import Novelty
 
 DETECTOR = "repeated_call"
 
@@ -42,9 +50,12 @@ class _Known:
 
 
 class RepeatGuard:
-    def __init__(self, ladder: Ladder | None = None) -> None:
+    def __init__(self, ladder: Ladder | None = None, novelty: Novelty | None = None) -> None:
         self.ladder = ladder or Ladder()
+        self.novelty = novelty or Novelty()
         self._counts: Counter[str] = Counter()
+        self._streak: Counter[str] = Counter()  # repeats in a row with nothing new in between
+        self._news_after: dict[str, int] = {}  # fingerprint -> results news once it was answered
         self._known: dict[str, _Known] = {}
         self._first_turn: dict[str, int] = {}
 
@@ -53,7 +64,7 @@ class RepeatGuard:
         if tool.repeatable or tool.terminal:
             return RepeatDecision("allow", 0)
         self._counts[fp] += 1
-        count = self._counts[fp]
+        count = self._streak_count(fp)
         self._first_turn.setdefault(fp, turn)
         known = self._known.get(fp)
         cached = known.result if known else None
@@ -65,10 +76,28 @@ class RepeatGuard:
         action: VerdictAction = _ACTION_FOR_RUNG.get(rung, "cached" if cached else "allow")
         return RepeatDecision(action, count, cached, self._first_turn[fp])
 
+    def _streak_count(self, fp: str) -> int:
+        """Where this call stands on the ladder: 1 for the first ask, 2 for a repeat made after
+        something new came back (answered from the cache, nothing more), else one rung above
+        the previous identical call."""
+        if self._counts[fp] == 1:
+            return 1
+        answered_at = self._news_after.get(fp)
+        if answered_at is not None and self.novelty.results > answered_at:
+            self._streak[fp] = 0  # new results since it was last answered: a revisit, not a loop
+            return 2
+        self._streak[fp] += 1
+        return 1 + self._streak[fp]
+
+    def settle(self, fingerprints: Iterable[str]) -> None:
+        """After a turn's results were observed: what is new from here on comes after these calls."""
+        for fp in fingerprints:
+            self._news_after[fp] = self.novelty.results
+
     def check_unknown(self, fp: str, turn: int) -> RepeatDecision:
         """Proposals of tools that do not exist are counted too: collapse on them is collapse."""
         self._counts[fp] += 1
-        count = self._counts[fp]
+        count = self._streak_count(fp)
         rung = self.ladder.rung(count)
         return RepeatDecision(_ACTION_FOR_RUNG.get(rung, "allow"), count)
 
