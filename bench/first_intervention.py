@@ -27,6 +27,7 @@ from loopwarden.events import Event, GuardVerdict, ModelCalled, PhaseEnded
 
 CALL_REFUSALS = {"schema", "unknown_tool", "permission", "slots"}
 NOT_GUARD_STOPS = {"approval_required", "model_error"}
+NOT_INTERVENTIONS = {"allow", "allowed", "cached", "paused"}  # v0 and v1 verdict names
 
 
 def _known(data: dict[str, Any], model: type[Any]) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def first_intervention(events: list[Event]) -> int | None:
     for e in events:
         if isinstance(e, ModelCalled):
             turn = e.turn
-        elif isinstance(e, GuardVerdict) and e.action not in ("allow", "cached", "paused"):
+        elif isinstance(e, GuardVerdict) and e.action not in NOT_INTERVENTIONS:
             if not (e.action == "refused" and e.detector in CALL_REFUSALS):
                 return e.turn or turn
         elif isinstance(e, PhaseEnded):

@@ -74,7 +74,7 @@ async def test_a_total_collapse_has_its_turns_counted() -> None:
     assert result.first_intervention_turn == 3
     assert result.stop_turn == 5
     assert result.phase_model_calls == 5 and result.wrap_up_calls == 1
-    assert result.interventions[0] == "repeated_call:nudge" and result.interventions[-1] == "repeated_call:stopped"
+    assert result.interventions[0] == "repeated_call:nudged" and result.interventions[-1] == "repeated_call:stopped"
     assert result.first_turns == {"repeated_call": 3}
 
 
@@ -153,7 +153,7 @@ async def test_a_loop_case_the_guard_never_touches_fails() -> None:
 
 def test_suite_metrics_count_false_interventions_and_per_detector_turns() -> None:
     def r(name: str, kind: str, **first: int) -> CaseResult:
-        steps = [f"{d}:nudge" for d in first]
+        steps = [f"{d}:nudged" for d in first]
         return CaseResult(name=name, intent="i", kind=kind, passed=True, interventions=steps, first_turns=first)
 
     results = [

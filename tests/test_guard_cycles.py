@@ -59,7 +59,7 @@ def test_a_b_a_b_is_stopped_as_a_cycle() -> None:
     model = follows("ab")
     result, found = run(model)
     assert result.stop_reason == "cycle" and result.status == "failed"
-    assert [(v.action, v.turn) for v in found] == [("nudge", 4), ("narrowed", 6), ("stopped", 8)]
+    assert [(v.action, v.turn) for v in found] == [("nudged", 4), ("narrowed", 6), ("stopped", 8)]
     assert found[-1].evidence == [fingerprint("read_note", {"name": n}) for n in "ab"]
     assert model.calls == 8
 
@@ -68,17 +68,17 @@ def test_a_b_c_is_stopped_as_a_cycle() -> None:
     model = follows("abc")
     result, found = run(model)
     assert result.stop_reason == "cycle"
-    assert [(v.action, v.turn) for v in found] == [("nudge", 6), ("narrowed", 9), ("stopped", 12)]
+    assert [(v.action, v.turn) for v in found] == [("nudged", 6), ("narrowed", 9), ("stopped", 12)]
     assert "a cycle of 3 calls repeated 4 times" in found[-1].reason
 
 
-def test_a_six_call_cycle_is_stopped_within_the_default_step_budget() -> None:
+def test_a_six_call_cycle_is_stopped_within_the_default_tool_round_budget() -> None:
     model = follows("abcdef")
     result = Agent(model, [read_note], config=LoopConfig(policy="fail")).run_sync("read the notes")  # default budgets
     found = cycle_verdicts(result.events)
     assert result.stop_reason == "cycle"
     # found after two full periods; then every 3 calls that go on with it climb a rung
-    assert [(v.action, v.turn) for v in found] == [("nudge", 12), ("narrowed", 15), ("stopped", 18)]
+    assert [(v.action, v.turn) for v in found] == [("nudged", 12), ("narrowed", 15), ("stopped", 18)]
     assert len(found[-1].evidence) == 6
 
 
@@ -95,7 +95,7 @@ def test_interrupted_once_then_answered_is_not_stopped() -> None:
     assert outcome.output == "all notes read"
     assert "stopped" not in verdicts(outcome.events)
     # C brought something new, so the A-B-A-B after it starts over: steered again, never narrowed
-    assert [(v.action, v.turn) for v in cycle_verdicts(outcome.events)] == [("nudge", 4), ("nudge", 9)]
+    assert [(v.action, v.turn) for v in cycle_verdicts(outcome.events)] == [("nudged", 4), ("nudged", 9)]
     # the re-reads are answered from the cache, never steered by the repeated-call ladder
     repeats = {v.action for v in outcome.events if isinstance(v, GuardVerdict) and v.detector == "repeated_call"}
     assert repeats == {"cached"}
@@ -114,7 +114,7 @@ def test_a_revisit_with_something_new_said_each_time_draws_no_intervention() -> 
 
     outcome = Agent(FunctionModel(reply), [read_note]).run_sync("read")
     assert outcome.status == "completed" and outcome.output == "Both notes agree after the detour."
-    steps = {(v.detector, v.action) for v in outcome.events if isinstance(v, GuardVerdict) and v.action != "allow"}
+    steps = {(v.detector, v.action) for v in outcome.events if isinstance(v, GuardVerdict) and v.action != "allowed"}
     assert steps == {("repeated_call", "cached")}
     assert outcome.totals.tool_executions == 3  # identical reads are still answered from the cache
 
@@ -123,7 +123,7 @@ def test_interrupted_cycle_that_goes_on_is_stopped() -> None:
     result, found = run(follows("ababcababababab", then="never"))
     assert result.status == "failed" and result.stop_reason == "cycle"
     # C was new, so the cycle after it starts over (steer, narrow, stop), not one rung higher
-    assert [(v.action, v.turn) for v in found] == [("nudge", 4), ("nudge", 9), ("narrowed", 11), ("stopped", 13)]
+    assert [(v.action, v.turn) for v in found] == [("nudged", 4), ("nudged", 9), ("narrowed", 11), ("stopped", 13)]
     assert "resumed" not in found[1].reason
 
 
@@ -139,7 +139,7 @@ def test_an_interrupted_cycle_resumes_one_rung_higher_when_the_interruption_was_
     found = cycle_verdicts(result.events)
     assert result.stop_reason == "cycle"
     # y told nothing x had not: the A-B cycle after it is the same one, one rung higher
-    assert [(v.action, v.turn) for v in found] == [("nudge", 5), ("narrowed", 10), ("stopped", 12)]
+    assert [(v.action, v.turn) for v in found] == [("nudged", 5), ("narrowed", 10), ("stopped", 12)]
     assert "resumed" in found[1].reason
 
 
@@ -147,7 +147,7 @@ def test_a_different_continuation_is_not_a_cycle() -> None:
     model = follows("ababcdefgh", then="done")
     outcome = Agent(model, [read_note]).run_sync("read")
     assert outcome.status == "completed" and outcome.output == "done"
-    assert [v.action for v in cycle_verdicts(outcome.events)] == ["nudge"]
+    assert [v.action for v in cycle_verdicts(outcome.events)] == ["nudged"]
 
 
 def test_the_same_call_repeated_is_left_to_the_repeated_call_ladder() -> None:

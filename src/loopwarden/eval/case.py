@@ -22,6 +22,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..errors import CaseError as CaseError  # its home is loopwarden.errors
 from ..events import StopPolicy
 
 
@@ -171,7 +172,7 @@ class Expectations(_Strict):
     stop_by: int | None = None
     """The tool phase is stopped (a guard or budget stop) at or before this turn."""
     no_intervention: bool = False
-    """No guard verdict other than `allow` (cached answers aside; refusals of a malformed call
+    """No guard verdict other than `allowed` (cached answers aside; refusals of a malformed call
     too: an unknown tool, arguments that break the schema, a tool not offered) and no stop."""
     detectors_any: list[str] = Field(default_factory=list)
     """At least one of these detectors stepped in (`expected_detectors`: each of them)."""
@@ -207,10 +208,6 @@ class Case(_Strict):
     config: ConfigSpec = Field(default_factory=ConfigSpec)
     expect: Expectations = Field(default_factory=Expectations)
     path: Path | None = Field(default=None, exclude=True)
-
-
-class CaseError(ValueError):
-    """A case file that cannot be read; the message names the file and the problem."""
 
 
 def load_case(path: Path) -> Case:

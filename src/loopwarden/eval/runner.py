@@ -29,7 +29,7 @@ from .expect import check_expectations
 from .turns import turn_facts
 from .verifiers import build_verifiers
 
-INTERVENTIONS = frozenset({"cached", "nudge", "narrowed", "stopped"})
+INTERVENTIONS = frozenset({"cached", "nudged", "narrowed", "stopped"})
 """Verdict actions that mean the guard stepped in against looping."""
 
 

@@ -2,7 +2,7 @@
 tool phase was stopped, which detectors stepped in (in order), and how many model calls the
 phase took apart from the wrap-up after it. A turn is one model call, numbered from 1.
 
-What counts as an intervention: every guard verdict other than `allow`, except a `cached`
+What counts as an intervention: every guard verdict other than `allowed`, except a `cached`
 answer (an identical read answered from its earlier result is right, not steering) and the
 refusal of a malformed call (an unknown tool, arguments that are not JSON or break the
 schema, a tool not offered or not permitted, a slot contradiction): those answer a wrong call,
@@ -23,7 +23,7 @@ NOT_GUARD_STOPS = frozenset({"approval_required", "model_error"})
 
 
 def is_intervention(verdict: GuardVerdict) -> bool:
-    if verdict.action in ("allow", "cached", "paused"):
+    if verdict.action in ("allowed", "cached", "paused"):
         return False
     return not (verdict.action == "refused" and verdict.detector in CALL_REFUSALS)
 
