@@ -189,7 +189,7 @@ class Run:
             done = self.state.add(records[-1])
             yield self.stamp(ToolCallFinished, turn=self.turn, checklist_done=done, **p.result_fields())
         self.novelty.observe_results(self.turn, records, self.state)
-        self.repeats.settle(p.fingerprint for p in proposals)
+        self.repeats.settle(records)
         self._observe("on_results", records)
         if found := self.scope.observe((p.tool, p.result) for p in proposals):
             yield self.stamp(

@@ -7,9 +7,9 @@ that was not made before, or when a checklist item is done. `text` moves when th
 sentence it has not said before in the run (numbers masked, so "attempt 3" and "attempt 4" are
 one sentence). Answers from the cache, refused calls and polling calls are never new.
 
-The repeated-call ladder counts a repeat toward steering only when `results` has not moved
-since that call was last made (a cached answer is given either way); the cycle detector holds
-off while either counter moves within the cycle's last period.
+`writes` counts every successful write. The repeated-call ladder reads `writes` and `text`
+(guard/repeat.py says how); the cycle detector holds off while `results` or `text` moves within
+the cycle's last period; no_progress asks which calls returned something new.
 """
 
 from __future__ import annotations
@@ -75,10 +75,12 @@ class Novelty:
     def __init__(self) -> None:
         self.results = 0
         self.text = 0
+        self.writes = 0
+        """Successful writes made (every one, repeated or not): the world may have changed."""
         self._digests: set[str] = set()
         self._writes: set[str] = set()
         self._sentences: set[str] = set()
-        self._new_calls: dict[str, bool] = {}  # "turn:call id" -> whether its result was new
+        self._calls: dict[str, tuple[bool, str | None]] = {}  # "turn:call id" -> (new, result digest)
 
     @property
     def total(self) -> int:
@@ -94,26 +96,35 @@ class Novelty:
 
     def is_new(self, record: CallRecord) -> bool:
         """Whether this call's result told something new (worked out once per call)."""
+        return self._observe(record)[0]
+
+    def digest_of(self, record: CallRecord) -> str | None:
+        """The content hash of a call that ran (None for cached, refused or polling calls)."""
+        return self._observe(record)[1]
+
+    def _observe(self, record: CallRecord) -> tuple[bool, str | None]:
         key = f"{record.turn}:{record.call_id}"
-        known = self._new_calls.get(key)
+        known = self._calls.get(key)
         if known is not None:
             return known
-        new = False
+        new, digest = False, None
         result = record.result
         if result is not None and record.executed and not record.cached and not record.exempt:
             digest = content_hash(result)
             if digest not in self._digests:
                 self._digests.add(digest)
                 new = True
-            if record.writes and result.ok and record.fingerprint not in self._writes:
-                self._writes.add(record.fingerprint)
-                new = True
-        self._new_calls[key] = new
-        if len(self._new_calls) > 4096:  # only the latest calls are asked about again
-            for key in list(self._new_calls)[:2048]:
-                del self._new_calls[key]
+            if record.writes and result.ok:
+                self.writes += 1
+                if record.fingerprint not in self._writes:
+                    self._writes.add(record.fingerprint)
+                    new = True
+        self._calls[key] = (new, digest)
+        if len(self._calls) > 4096:  # only the latest calls are asked about again
+            for stale in list(self._calls)[:2048]:
+                del self._calls[stale]
         self.results += new
-        return new
+        return new, digest
 
     def observe_text(self, text: str) -> bool:
         """After a model reply; whether it said something it had not said before."""

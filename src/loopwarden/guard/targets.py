@@ -14,8 +14,9 @@ value is compared by what it names rather than how it is written:
   the same target when one's words hold the other's, or when only plain words differ and a
   quarter of the words are shared
   (`git status` / `git --no-pager status`; "pump P-7 maintenance 2019" / "P-7 maintenance report
-  2019": other words for one question), and a new one when a differing word is an identifier
-  (`ping web-01` → `ping web-02`, `cat a.txt` → `cat b.txt`, `SELECT … id = 1` → `… id = 2`).
+  2019"; "PEP 779 python 3.14" / "python 3.14 GIL changes": other words for one question), and a
+  new one when an identifier was substituted for another (`ping web-01` → `ping web-02`,
+  `cat a.txt` → `cat b.txt`, `SELECT … id = 1` → `… id = 2`).
 
 `systematic` says whether a new target follows the previous one as a template does (a shared
 prefix and suffix around the changed part: `data/a.csv` → `data/b.csv`, page 3 → page 4), which
@@ -66,13 +67,16 @@ def _same_identifier(a: str, b: str) -> bool:
     return pa == pb or _abbreviates(pa, pb) or _abbreviates(pb, pa)
 
 
+def _names(words: set[str]) -> bool:
+    return any(_IDENTIFIER_MARKS.search(word) for word in words)
+
+
 def _same_text(a: str, b: str) -> bool:
     wa, wb = _words(a), _words(b)
     if wa <= wb or wb <= wa:
         return True  # one says more or less of the same (`ping web-01 -c 3`; a query without its year)
-    differing = wa ^ wb
-    if any(_IDENTIFIER_MARKS.search(word) for word in differing):
-        return False  # a name was substituted: another target
+    if _names(wa - wb) and _names(wb - wa):
+        return False  # a name was substituted for another (`web-01` -> `web-02`): another target
     union = wa | wb
     return not union or len(wa & wb) * 4 >= len(union)  # other words for one question share some
 
