@@ -181,6 +181,8 @@ class Run:
             self.done = True
             return
         await self._execute([p for p in proposals if p.runnable])
+        for p in proposals:
+            p.take_shared_result()
         records = []
         for p in proposals:
             assert p.result is not None

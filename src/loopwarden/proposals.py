@@ -42,14 +42,23 @@ class Proposal:
     changed: dict[str, tuple[Any, Any]] | None = None
     """Arguments code rewrote or filled in (slots.ArgumentPolicy): name -> (proposed, used)."""
     duration_ms: float = 0.0
+    shares: Proposal | None = None
+    """An identical call earlier in the same turn: this one does not run, it gets that one's result."""
 
     @property
     def runnable(self) -> bool:
-        return self.validated is not None and self.result is None
+        return self.validated is not None and self.result is None and self.shares is None
 
     @property
     def cached(self) -> bool:
-        return self.decision.cached is not None and self.decision.action != "stopped"
+        answered = self.decision.cached is not None or self.shares is not None
+        return answered and self.decision.action != "stopped"
+
+    def take_shared_result(self) -> None:
+        """After the turn ran: the result of the identical call this one shares."""
+        if self.shares is not None and self.result is None:
+            assert self.shares.result is not None
+            self.result = repeat_notice(self.shares.result, self.decision.count, self.turn)
 
     def set_execution(self, execution: Execution) -> None:
         self.result, self.attempts, self.duration_ms = (
@@ -75,6 +84,8 @@ class Proposal:
 
     def verdict_fields(self) -> dict[str, Any]:
         action, count = self.decision.action, self.decision.count
+        if self.shares is not None and action == "allowed":
+            action = "cached"
         if action == "stopped":
             reason = f"identical call #{count}: phase stopped"
         elif action in ("cached", "nudged", "narrowed"):
@@ -145,6 +156,8 @@ class ProposalChecker:
         self.prepare = prepare
         """Normalises and pins arguments (slots.ArgumentPolicy) before fingerprint and validation."""
         self.duplicates_avoided = 0
+        self._batch_turn = -1
+        self._batch: dict[str, Proposal] = {}  # fingerprint -> its first runnable call this turn
 
     def check(self, call: ToolCall, turn: int, offered: set[str]) -> Proposal:
         arguments, parse_error = _parse_arguments(call.arguments)
@@ -168,7 +181,20 @@ class ProposalChecker:
             p.result = repeat_notice(decision.cached, decision.count, decision.first_turn)
         else:
             self._refuse_or_validate(p, parse_error, offered, prepared.refusal if prepared else None, validated)
+            self._share_within_turn(p)
         return p
+
+    def _share_within_turn(self, p: Proposal) -> None:
+        """Identical calls in one turn run once (parallel calls cannot wait for each other's
+        answer from the cache); the others get its result. Polling tools run every time."""
+        if self._batch_turn != p.turn:
+            self._batch_turn, self._batch = p.turn, {}
+        if p.tool is None or p.tool.repeatable or p.tool.terminal or p.validated is None:
+            return
+        first = self._batch.setdefault(p.fingerprint, p)
+        if first is not p:
+            p.shares, p.validated = first, None
+            self.duplicates_avoided += 1
 
     def _refuse_or_validate(
         self,

@@ -2,7 +2,8 @@
 
 A round makes progress when it completes a checklist item, runs a call that returns result
 content not seen before in the run (timestamps, ids and durations stripped: guard/novelty.py),
-makes a new write, or asks a new target and gets an answer. A round is stale when a call that
+makes a new write (not the same write in other words: the same email to the same person with
+its body reworded), or asks a new target and gets an answer. A round is stale when a call that
 ran returned nothing new and either
 
 - asked a target an earlier call of that tool already asked, in other words (guard/targets.py:
@@ -12,7 +13,10 @@ ran returned nothing new and either
   `tmp`... all empty, versus `data/a.csv`, `data/b.csv`... each checked).
 
 So a sweep of twelve hosts that each answer "ok" makes progress (twelve new targets answered),
-while the same status asked five ways does not. Refused calls are never progress; rounds whose
+while the same status asked five ways does not. The next item of an enumeration that comes back
+empty (`site:pypi.org kisfeed`, then `... etfmaster`: no results, the names are free) is neither:
+it does not count as stale, but once the run has been steered it no longer holds the count.
+Refused calls are never progress; rounds whose
 calls were all answered from the cache are left to the repeated-call ladder and not counted.
 Three stale rounds in a row climb the ladder (steer, narrow, stop).
 """
@@ -82,15 +86,17 @@ class NoProgressDetector(Detector):
         if not fresh:
             return None  # all answered from the cache (the repeated-call ladder's case) or polling
         novelty = novelty_of(state)
-        progressed = self._checklist_moved(turn, state)
+        outcomes = {"progress"} if self._checklist_moved(turn, state) else set()
         for record in fresh:
             if not record.executed:
-                continue  # a refusal (not offered, bad arguments) tells nothing new about the task
-            new = novelty.is_new(record)
-            progressed = self._answered_something(record, new) or progressed
-        if progressed:
+                outcomes.add("stale")  # a refusal (not offered, bad arguments) tells nothing new
+                continue
+            outcomes.add(self._outcome(record, novelty.is_new(record), novelty.new_content(record)))
+        if "progress" in outcomes:
             self._stale, self._stale_calls = 0, []
             return None
+        if "stale" not in outcomes and self._stale < self.ladder.nudge_at:
+            return None  # the next item of a sweep came back empty: neither stale nor progress
         self._stale += 1
         self._stale_calls = (self._stale_calls + fresh)[-8:]
         rung = self.ladder.rung(self._stale)
@@ -107,20 +113,22 @@ class NoProgressDetector(Detector):
             nudge=NO_PROGRESS_NUDGE,
         )
 
-    def _answered_something(self, record: CallRecord, new: bool) -> bool:
-        """New content, or a new target answered; remembers what the call asked."""
+    def _outcome(self, record: CallRecord, new: bool, new_content: bool) -> str:
+        """`progress` (new content, or a new target answered), `stale` (the same question in
+        other words, or a guess that came back empty) or `neutral` (the next item of an
+        enumeration came back empty: normal in a sweep, but no excuse once the run was steered)."""
         asked = self._asked.setdefault(record.tool, deque(maxlen=self.window))
         arguments, previous = record.arguments, (asked[-1] if asked else None)
         repeat = any(same_target(arguments, earlier) for earlier in asked)
         asked.append(arguments)
-        if new:
-            return True
+        if new_content or (new and not repeat):
+            return "progress"  # new content, or a write not made before
         if repeat:
-            return False  # the same question in other words, answered as before
+            return "stale"  # the same question (or the same write) in other words, answered as before
         assert record.result is not None
         if not is_negative(record.result):
-            return True  # a new target that answered (a sweep: "ok" for each host)
-        return previous is not None and systematic(previous, arguments)  # the next item, not a guess
+            return "progress"  # a new target that answered (a sweep: "ok" for each host)
+        return "neutral" if previous is not None and systematic(previous, arguments) else "stale"
 
     @staticmethod
     def _checklist_moved(turn: int, state: RunState) -> bool:

@@ -80,7 +80,7 @@ class Novelty:
         self._digests: set[str] = set()
         self._writes: set[str] = set()
         self._sentences: set[str] = set()
-        self._calls: dict[str, tuple[bool, str | None]] = {}  # "turn:call id" -> (new, result digest)
+        self._calls: dict[str, tuple[bool, str | None, bool]] = {}  # "turn:call id" -> (new, digest, new content)
 
     @property
     def total(self) -> int:
@@ -95,36 +95,41 @@ class Novelty:
             self.results += 1
 
     def is_new(self, record: CallRecord) -> bool:
-        """Whether this call's result told something new (worked out once per call)."""
+        """Whether this call's result told something new, or it made a write not made before
+        (worked out once per call)."""
         return self._observe(record)[0]
+
+    def new_content(self, record: CallRecord) -> bool:
+        """Whether this call's result content was not seen before (a new write alone is not)."""
+        return self._observe(record)[2]
 
     def digest_of(self, record: CallRecord) -> str | None:
         """The content hash of a call that ran (None for cached, refused or polling calls)."""
         return self._observe(record)[1]
 
-    def _observe(self, record: CallRecord) -> tuple[bool, str | None]:
+    def _observe(self, record: CallRecord) -> tuple[bool, str | None, bool]:
         key = f"{record.turn}:{record.call_id}"
         known = self._calls.get(key)
         if known is not None:
             return known
-        new, digest = False, None
+        new, digest, content = False, None, False
         result = record.result
         if result is not None and record.executed and not record.cached and not record.exempt:
             digest = content_hash(result)
             if digest not in self._digests:
                 self._digests.add(digest)
-                new = True
+                new = content = True
             if record.writes and result.ok:
                 self.writes += 1
                 if record.fingerprint not in self._writes:
                     self._writes.add(record.fingerprint)
                     new = True
-        self._calls[key] = (new, digest)
+        self._calls[key] = (new, digest, content)
         if len(self._calls) > 4096:  # only the latest calls are asked about again
             for stale in list(self._calls)[:2048]:
                 del self._calls[stale]
         self.results += new
-        return new, digest
+        return new, digest, content
 
     def observe_text(self, text: str) -> bool:
         """After a model reply; whether it said something it had not said before."""

@@ -16,7 +16,9 @@ value is compared by what it names rather than how it is written:
   (`git status` / `git --no-pager status`; "pump P-7 maintenance 2019" / "P-7 maintenance report
   2019"; "PEP 779 python 3.14" / "python 3.14 GIL changes": other words for one question), and a
   new one when an identifier was substituted for another (`ping web-01` → `ping web-02`,
-  `cat a.txt` → `cat b.txt`, `SELECT … id = 1` → `… id = 2`).
+  `cat a.txt` → `cat b.txt`, `SELECT … id = 1` → `… id = 2`) or one word of an otherwise
+  identical sequence was (`site:pypi.org kisfeed` → `site:pypi.org etfmaster`), or the words
+  after a shared beginning have nothing in common (`git status` → `git stash list`).
 
 `systematic` says whether a new target follows the previous one as a template does (a shared
 prefix and suffix around the changed part: `data/a.csv` → `data/b.csv`, page 3 → page 4), which
@@ -44,15 +46,24 @@ def _parts(value: str) -> set[str]:
     return {_stem(p.lower()) for p in _PARTS.findall(value)}
 
 
-def _words(text: str) -> set[str]:
-    words = set()
+def _word_list(text: str) -> list[str]:
+    words = []
     for raw in text.split():
         if raw.startswith("-") or _SETTING.match(raw):
             continue  # a flag or a setting changes how a command answers, not what it asks about
-        word = raw.strip("\"'`()[]{},;!?").lower()
+        word = raw.strip("\"'`()[]{},;!?.:").lower()
         if word and word not in _STOPWORDS and _PARTS.search(word):
-            words.add(_stem(word))
+            words.append(_stem(word))
     return words
+
+
+def _words(text: str) -> set[str]:
+    return set(_word_list(text))
+
+
+def _one_slot_changed(a: list[str], b: list[str]) -> bool:
+    """The same words in the same order but one (`site:pypi.org kisfeed` / `... etfmaster`)."""
+    return len(a) == len(b) > 1 and sum(x != y for x, y in zip(a, b, strict=True)) == 1
 
 
 def _abbreviates(small: set[str], large: set[str]) -> bool:
@@ -71,10 +82,21 @@ def _names(words: set[str]) -> bool:
     return any(_IDENTIFIER_MARKS.search(word) for word in words)
 
 
+def _other_branch(a: list[str], b: list[str]) -> bool:
+    """The same leading words, then nothing in common (`git status` / `git stash list`)."""
+    prefix = 0
+    while prefix < min(len(a), len(b)) and a[prefix] == b[prefix]:
+        prefix += 1
+    return prefix > 0 and not set(a[prefix:]) & set(b[prefix:])
+
+
 def _same_text(a: str, b: str) -> bool:
-    wa, wb = _words(a), _words(b)
+    la, lb = _word_list(a), _word_list(b)
+    wa, wb = set(la), set(lb)
     if wa <= wb or wb <= wa:
         return True  # one says more or less of the same (`ping web-01 -c 3`; a query without its year)
+    if _one_slot_changed(la, lb) or _other_branch(la, lb):
+        return False  # one slot filled differently, or a different subcommand: another target
     if _names(wa - wb) and _names(wb - wa):
         return False  # a name was substituted for another (`web-01` -> `web-02`): another target
     union = wa | wb
