@@ -119,10 +119,13 @@ class NoProgressDetector(Detector):
         enumeration came back empty: normal in a sweep, but no excuse once the run was steered)."""
         asked = self._asked.setdefault(record.tool, deque(maxlen=self.window))
         arguments, previous = record.arguments, (asked[-1] if asked else None)
-        repeat = any(same_target(arguments, earlier) for earlier in asked)
         asked.append(arguments)
-        if new_content or (new and not repeat):
-            return "progress"  # new content, or a write not made before
+        if new_content:
+            return "progress"
+        earlier = list(asked)[:-1]
+        repeat = any(same_target(arguments, e) for e in earlier)  # only asked when nothing new came back
+        if new and not repeat:
+            return "progress"  # a write not made before
         if repeat:
             return "stale"  # the same question (or the same write) in other words, answered as before
         assert record.result is not None
