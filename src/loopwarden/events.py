@@ -64,6 +64,10 @@ class Totals(BaseModel):
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def plus(self, other: Totals) -> Totals:
+        """Both runs' totals (a conversation handed from one agent to another)."""
+        return Totals(**{name: getattr(self, name) + getattr(other, name) for name in Totals.model_fields})
+
     def add_usage(self, usage: Usage) -> None:
         self.prompt_tokens += usage.prompt_tokens
         self.completion_tokens += usage.completion_tokens
@@ -155,6 +159,18 @@ class NudgeInjected(Event):
     text: str
 
 
+class HandedOff(Event):
+    """A handoff tool passed the conversation to another agent (handoff.py); that agent's
+    events follow under the same run id, with its own tools, guard state and budgets."""
+
+    type: Literal["handed_off"] = "handed_off"
+    turn: int
+    tool: str
+    model: str
+    tools: list[str]
+    reason: str = ""
+
+
 class PhaseEnded(Event):
     type: Literal["phase_ended"] = "phase_ended"
     phase: str
@@ -238,6 +254,7 @@ RuntimeEvent = Annotated[
     | ToolCallFinished
     | ToolsDiscovered
     | NudgeInjected
+    | HandedOff
     | PhaseEnded
     | RunFinished,
     Field(discriminator="type"),
@@ -256,6 +273,7 @@ RUNTIME_EVENTS: tuple[type[Event], ...] = (
     ToolCallFinished,
     ToolsDiscovered,
     NudgeInjected,
+    HandedOff,
     PhaseEnded,
     RunFinished,
 )
