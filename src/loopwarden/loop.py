@@ -334,13 +334,8 @@ class Run:
         the target agent: its tools, guard state and budgets, this run's id and numbering."""
         target: Agent[Any, Any] = tool.target
         yield phase_event(self, "handoff", "completed", f"{proposal.call.name} handed the conversation over")
-        carried = [m for m in self.messages if m.get("role") != "system"]
+        carried = [m for m in self.messages if m.get("role") != "system"]  # the target's own come first
         nxt = Run(target, carried, self.run_id, self.stamp, deps=self.deps, on_text=self.on_text, handed_from=self)
-        nxt.messages = (
-            ([{"role": "system", "content": target.system}] if target.system else [])
-            + [m for m in nxt.messages if m.get("role") == "system" and m.get("content") != target.system]
-            + carried
-        )
         self.handed_to, self.done = nxt, True
         self.totals.duration_s = time.monotonic() - self.started
         self.totals.duplicates_avoided = self.checker.duplicates_avoided
