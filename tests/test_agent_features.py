@@ -196,3 +196,26 @@ def test_a_handoff_gives_the_conversation_to_another_agent_with_its_own_tools_an
     verdicts = [e.action for e in result.events if isinstance(e, GuardVerdict) and e.seq > handed.seq]
     assert verdicts == ["allowed", "cached"]
     assert result.totals.model_calls == 5 and result.totals.tool_executions == 3
+
+
+# -- streaming through the OpenAI-compatible client, over real HTTP ----------------------------------
+
+
+async def test_stream_text_through_the_openai_client_streams_from_a_non_streaming_config() -> None:
+    from loopwarden.models.config import EndpointConfig
+    from loopwarden.models.openai_compat import OpenAICompatModel
+    from openai_server import ScriptedServer, stream
+
+    with ScriptedServer() as server:
+        chant = "Let me look at that. " * 4
+        server.push(stream(chant, pieces=8), stream("It is 42.", pieces=3))
+        config = EndpointConfig(base_url=server.base_url, cheap_model="m", main_model="m", stream=False, timeout=5)
+        model = OpenAICompatModel(config)
+        async with Agent(model, [read_file]) as agent:
+            text = agent.stream_text("x")
+            deltas = [delta async for delta in text]
+    assert all(body.get("stream") is True for body in server.requests)  # on_text turned streaming on
+    assert len(deltas) >= 9 and "".join(deltas) == chant + "It is 42."
+    assert text.result is not None and text.result.output == "It is 42."
+    verdicts = [e for e in text.result.events if isinstance(e, GuardVerdict) and e.detector == "repetition"]
+    assert verdicts and verdicts[0].action == "nudged"  # the whole reply reached the detector

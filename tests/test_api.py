@@ -82,3 +82,11 @@ def test_errors_keep_their_old_homes_and_builtin_bases() -> None:
         Agent(ScriptedModel(["x"]), [], config=loopwarden.LoopConfig(disabled_detectors=frozenset({"nope"}))).run_sync(
             "x"
         )
+
+
+def test_a_model_request_says_nothing_it_does_not_mean() -> None:
+    from loopwarden.models.base import ModelRequest
+
+    assert "tier" not in ModelRequest.model_fields  # the model object is the tier (build_model(config, "main"))
+    request = ModelRequest(messages=[], on_text=print)
+    assert "on_text" not in request.model_dump() and "on_text" not in request.model_dump_json()
