@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -219,3 +220,17 @@ async def test_stream_text_through_the_openai_client_streams_from_a_non_streamin
     assert text.result is not None and text.result.output == "It is 42."
     verdicts = [e for e in text.result.events if isinstance(e, GuardVerdict) and e.detector == "repetition"]
     assert verdicts and verdicts[0].action == "nudged"  # the whole reply reached the detector
+
+
+def test_a_traced_run_keeps_the_handed_to_agents_model_exchanges(tmp_path: Path) -> None:
+    from loopwarden.trace.exchanges import load_exchanges
+    from loopwarden.trace.store import RunStore
+
+    billing = Agent(ScriptedModel(["Refunded."], name="billing-model"), [])
+    triage = Agent(ScriptedModel([call("to_billing")], name="triage-model"), [handoff(billing, name="to_billing")])
+    store = RunStore(tmp_path / "runs.db")
+    result = Agent(triage.model, triage.tools, trace=store).run_sync("refund", run_id="t1")
+    assert result.output == "Refunded."
+    offered = [[t["function"]["name"] for t in x.request.tools] for x in load_exchanges(store, "t1")]
+    assert offered == [["to_billing"], []]  # the triage call, then the billing agent's (no tools)
+    assert [e.type for e in store.events("t1")] == [e.type for e in result.events]

@@ -219,8 +219,12 @@ class Agent(Generic[DepsT, OutputT]):
             run = Run(self, prompt, run_id, stamper, deps=deps, on_text=on_text)
             return run, run.events()
         tracer = self.trace
-        traced = replace(self, model=tracer.model(self.model, run_id), trace=False)
-        run = Run(traced, prompt, run_id, stamper, deps=deps, on_text=on_text)
+
+        def traced(model: Model) -> Model:  # this agent's model, and those of agents it hands off to
+            return tracer.model(model, run_id)
+
+        run = Run(replace(self, model=traced(self.model), trace=False), prompt, run_id, stamper, deps=deps,
+                  on_text=on_text, wrap_model=traced)  # fmt: skip
         return run, tracer.record(run.events())
 
     async def _collect(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .approval import ApprovalReview
@@ -50,7 +51,7 @@ from .guard.ladder import Finding, Rung
 from .guard.repeat import RepeatGuard
 from .handoff import HandoffTool
 from .hooks import run_hook
-from .models.base import Message, ModelReply, ToolChoice
+from .models.base import Message, Model, ModelReply, ToolChoice
 from .output import OutputSpec
 from .proposals import Proposal, ProposalChecker
 from .scope import Scope, request_text
@@ -74,11 +75,12 @@ class Run:
         deps: Any = None,
         on_text: Callable[[str], None] | None = None,
         handed_from: Run | None = None,
+        wrap_model: Callable[[Model], Model] | None = None,
     ) -> None:
         self.agent, self.config, self.run_id = agent, agent.config, run_id
         self.stamp = stamper or EventStamper(run_id)
         self.totals = Totals()
-        self.deps, self.on_text = deps, on_text
+        self.deps, self.on_text, self.wrap_model = deps, on_text, wrap_model
         self.handed_from: Run | None = handed_from
         self.handed_to: Run | None = None
         self.output = OutputSpec.of(agent.output_type)
@@ -333,9 +335,20 @@ class Run:
         """The conversation so far, without this agent's system messages, goes on as a run of
         the target agent: its tools, guard state and budgets, this run's id and numbering."""
         target: Agent[Any, Any] = tool.target
+        if self.wrap_model is not None:  # traced: the target's model exchanges are kept too
+            target = replace(target, model=self.wrap_model(target.model), trace=False)
         yield phase_event(self, "handoff", "completed", f"{proposal.call.name} handed the conversation over")
         carried = [m for m in self.messages if m.get("role") != "system"]  # the target's own come first
-        nxt = Run(target, carried, self.run_id, self.stamp, deps=self.deps, on_text=self.on_text, handed_from=self)
+        nxt = Run(
+            target,
+            carried,
+            self.run_id,
+            self.stamp,
+            deps=self.deps,
+            on_text=self.on_text,
+            handed_from=self,
+            wrap_model=self.wrap_model,
+        )
         self.handed_to, self.done = nxt, True
         self.totals.duration_s = time.monotonic() - self.started
         self.totals.duplicates_avoided = self.checker.duplicates_avoided
