@@ -118,7 +118,7 @@ async def finish_with_answer(
 ) -> AsyncIterator[Event]:
     text = reply.text or ""
     for _ in range(run.config.max_verify_retries):
-        problem = first_failure(list(run.agent.verifiers), text)
+        problem = first_failure(run.verifiers, text)
         if problem is None:
             break
         yield run.stamp(GuardVerdict, turn=run.turn, detector="verifier", action="refused", reason=problem)
@@ -136,11 +136,11 @@ async def finish_with_answer(
         yield model_event(run, reply)
         text = reply.text or ""
     else:
-        if first_failure(list(run.agent.verifiers), text) is not None:
+        if first_failure(run.verifiers, text) is not None:
             yield finished(run, "failed", "verifier_failed", text)
             return
     run.messages.append({"role": "assistant", "content": text})
-    yield finished(run, status, stop_reason, text)
+    yield finished(run, status, stop_reason, run.output.dump() if run.output is not None else text)
 
 
 # -- the model call and the budgets before it --------------------------------------------------
@@ -159,6 +159,7 @@ async def call_model(run: Run, tool_names: list[str], choice: ToolChoice | None)
         messages=list(run.messages),
         tools=run.agent.registry.openai_tools(tool_names),
         tool_choice=choice if tool_names else None,
+        on_text=run.on_text,
     )
     remaining = run.config.budgets.remaining_seconds(time.monotonic() - run.started)
     began = time.perf_counter()
@@ -254,7 +255,7 @@ def finished(
         status=status,
         stop_reason=reason,
         output=output,
-        totals=run.totals,
+        totals=run.totals_so_far(),
         checklist=checklist,
         detectors=list(run.fired),
         rescued=rescued,

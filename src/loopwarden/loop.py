@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .approval import ApprovalReview
 from .config import CHECKLIST_DONE_REQUEST, CHECKLIST_OPEN_REMINDER
+from .context import RunContext, current_context
 from .ending import (
     Stop,
     after_stop,
@@ -33,6 +35,7 @@ from .ending import (
 from .events import (
     Event,
     EventStamper,
+    HandedOff,
     IntentRouted,
     NudgeInjected,
     RunStarted,
@@ -48,8 +51,10 @@ from .guard.ladder import Finding, Rung
 from .guard.monologue import PENDING_TERMINAL, open_work
 from .guard.novelty import novelty_of
 from .guard.repeat import RepeatGuard
+from .handoff import HandoffTool
 from .hooks import run_hook
-from .models.base import Message, ModelReply, ToolChoice
+from .models.base import Message, Model, ModelReply, ToolChoice
+from .output import OutputSpec
 from .proposals import Proposal, ProposalChecker
 from .scope import Scope, request_text
 from .slots import RunClock
@@ -63,11 +68,25 @@ class Run:
     """One run of an agent: the loop and the state it keeps."""
 
     def __init__(
-        self, agent: Agent, prompt: str | list[Message], run_id: str, stamper: EventStamper | None = None
+        self,
+        agent: Agent[Any, Any],
+        prompt: str | list[Message],
+        run_id: str,
+        stamper: EventStamper | None = None,
+        *,
+        deps: Any = None,
+        on_text: Callable[[str], None] | None = None,
+        handed_from: Run | None = None,
+        wrap_model: Callable[[Model], Model] | None = None,
     ) -> None:
         self.agent, self.config, self.run_id = agent, agent.config, run_id
         self.stamp = stamper or EventStamper(run_id)
         self.totals = Totals()
+        self.deps, self.on_text, self.wrap_model = deps, on_text, wrap_model
+        self.handed_from: Run | None = handed_from
+        self.handed_to: Run | None = None
+        self.output = OutputSpec.of(agent.output_type)
+        self.verifiers = [*agent.verifiers, *([self.output.verify] if self.output else [])]
         self.state = RunState(checklist=Checklist(agent.checklist) if agent.checklist else None)
         self.novelty = novelty_of(self.state)
         self.repeats = RepeatGuard(self.config.ladder, self.novelty)
@@ -84,6 +103,8 @@ class Run:
         self.prompt = prompt if isinstance(prompt, str) else json.dumps(prompt)[:2000]
         self.prompt_in = prompt
         self.messages: list[Message] = [{"role": "system", "content": agent.system}] if agent.system else []
+        if self.output is not None:
+            self.messages.append({"role": "system", "content": self.output.instruction()})
         self.messages += [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
         self.offered = list(agent.offered if agent.offered is not None else agent.registry.names())
         self.turn = 0
@@ -107,14 +128,15 @@ class Run:
         request = request_text(self.prompt_in, latest=self.replay is None)  # a resumed run re-routes its request
         route = await self.scope.open(self.agent.router, request, self.agent.offered)
         self.offered = self.scope.base
-        yield self.stamp(
-            RunStarted,
-            input=self.prompt,
-            tools=self.offered,
-            model=self.agent.model.name,
-            policy=self.config.policy,
-            intent=route.intent_name if route else None,
-        )
+        if self.handed_from is None:  # a handed-over run goes on under the run_started already told
+            yield self.stamp(
+                RunStarted,
+                input=self.prompt,
+                tools=self.offered,
+                model=self.agent.model.name,
+                policy=self.config.policy,
+                intent=route.intent_name if route else None,
+            )
         if route is not None:
             self.scope.charge(self.totals, self.config.budgets)
             yield self.stamp(IntentRouted, **self.scope.route_fields())
@@ -207,8 +229,14 @@ class Run:
             self.turn_findings.insert(0, stopped.finding(self.config.ladder.stop_at))
         elif terminal is not None:
             assert terminal.result is not None
+            if isinstance(terminal.tool, HandoffTool):
+                async for event in self._hand_off(terminal, terminal.tool):
+                    yield event
+                return
             output = terminal.result.data if terminal.result.data is not None else terminal.arguments
             rescued = isinstance(self.last_choice, dict)  # the runtime forced this call
+            if self.output is not None and self.output.accept(output):
+                output = self.output.dump()
             yield phase_event(self, "terminal_tool", "completed", f"{terminal.call.name} ended the phase")
             yield finished(self, "completed", "terminal_tool", output, rescued=rescued)
             self.done = True
@@ -311,9 +339,57 @@ class Run:
         return self.forced_choice or "auto"
 
     async def _execute(self, runnable: list[Proposal]) -> None:
-        executions = await self.executor.run_many([(p.tool, p.validated) for p in runnable])  # type: ignore[misc]
+        token = current_context.set(RunContext(self.deps, self.run_id, self.turn))
+        try:
+            executions = await self.executor.run_many([(p.tool, p.validated) for p in runnable])  # type: ignore[misc]
+        finally:
+            current_context.reset(token)
         for p, execution in zip(runnable, executions, strict=True):
             p.set_execution(execution)
             self.totals.tool_executions += 1
             assert p.tool is not None
             self.repeats.record(p.fingerprint, p.tool, execution.result, self.turn)
+
+    # -- handoff ---------------------------------------------------------------------------------
+
+    async def _hand_off(self, proposal: Proposal, tool: HandoffTool) -> AsyncIterator[Event]:
+        """The conversation so far, without this agent's system messages, goes on as a run of
+        the target agent: its tools, guard state and budgets, this run's id and numbering."""
+        target: Agent[Any, Any] = tool.target
+        if self.wrap_model is not None:  # traced: the target's model exchanges are kept too
+            target = replace(target, model=self.wrap_model(target.model), trace=False)
+        yield phase_event(self, "handoff", "completed", f"{proposal.call.name} handed the conversation over")
+        carried = [m for m in self.messages if m.get("role") != "system"]  # the target's own come first
+        nxt = Run(
+            target,
+            carried,
+            self.run_id,
+            self.stamp,
+            deps=self.deps,
+            on_text=self.on_text,
+            handed_from=self,
+            wrap_model=self.wrap_model,
+        )
+        self.handed_to, self.done = nxt, True
+        self.totals.duration_s = time.monotonic() - self.started
+        self.totals.duplicates_avoided = self.checker.duplicates_avoided
+        yield self.stamp(
+            HandedOff,
+            turn=self.turn,
+            tool=proposal.call.name,
+            model=target.model.name,
+            tools=nxt.offered,
+            reason=str(getattr(proposal.validated, "reason", "") or ""),
+        )
+        async for event in nxt.events():
+            yield event
+
+    def final(self) -> Run:
+        """The run that ended the conversation: this one, or the last it was handed to."""
+        return self if self.handed_to is None else self.handed_to.final()
+
+    def totals_so_far(self) -> Totals:
+        """This run's totals plus those of the runs that handed the conversation to it."""
+        if self.handed_from is None:
+            return self.totals
+        return self.handed_from.totals_so_far().plus(self.totals)
