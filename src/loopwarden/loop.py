@@ -292,8 +292,10 @@ class Run:
         """Text detectors see every reply; with calls, their findings wait for the turn's results."""
         self.turn_findings, self.text_flagged = [], False
         self.state.add_reply(self.turn, reply.text or "", len(reply.tool_calls), bool(self.last_offered))
-        self.state.data[PENDING_TERMINAL] = [
-            t.wire_name for t in self.agent.registry if t.terminal and t.wire_name in self.last_offered
+        self.state.data[PENDING_TERMINAL] = [  # a handoff is an option, not the way to finish
+            t.wire_name
+            for t in self.agent.registry
+            if t.terminal and not isinstance(t, HandoffTool) and t.wire_name in self.last_offered
         ]
         if reply.text:
             self.novelty.observe_text(reply.text)
