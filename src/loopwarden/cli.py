@@ -33,7 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "eval": (
         "loopwarden.eval.cli",
-        "Run eval cases: per case pass/fail with the reason, per intent the loop metrics.",
+        "Run eval cases: per case pass/fail with the reason, per intent the loop metrics, per detector what it"
+        " caught; exit 1 on a failure (a regression) or any false intervention.",
     ),
     "eval-import": (
         "loopwarden.eval.cli",
@@ -55,34 +56,58 @@ def registered_commands(module_name: str) -> dict[str, Any]:
     return dict(typer.main.get_group(app).commands)
 
 
+class _Commands(dict[str, Any]):
+    """A group's commands by name; looking one up imports the module that registers it."""
+
+    def __init__(self, loaded: dict[str, Any]) -> None:
+        super().__init__(loaded)
+        self.missing: set[str] = set()
+
+    def load(self, name: str) -> None:
+        if name not in COMMANDS or name in self.missing or dict.__contains__(self, name):
+            return
+        module_name, _ = COMMANDS[name]
+        try:
+            self.update(registered_commands(module_name))
+        except ModuleNotFoundError as error:
+            if error.name is None or not module_name.startswith(error.name):
+                raise  # a dependency is missing: say which
+            self.missing.add(name)  # that part of the project is not there: "No such command"
+
+    def __bool__(self) -> bool:  # the table has commands, loaded or not
+        return bool(COMMANDS) or super().__len__() > 0
+
+    def get(self, name: str, default: Any = None) -> Any:
+        self.load(name)
+        return super().get(name, default)
+
+    def __getitem__(self, name: str) -> Any:
+        self.load(name)
+        return super().__getitem__(name)
+
+
 class LazyCommands(TyperGroup):
     """Lists the commands of the table; imports a command's module only to run it (or to show
-    its own help)."""
+    its own help, or when its command object is looked up)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.missing: set[str] = set()
+        self.commands: _Commands = _Commands(self.commands)
 
     def list_commands(self, ctx: Any) -> list[str]:
-        return list(COMMANDS)
+        return [name for name in COMMANDS if name not in self.commands.missing]
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        if cmd_name in self.commands:
-            return self.commands[cmd_name]
-        if cmd_name not in COMMANDS or cmd_name in self.missing:
+        if dict.__contains__(self.commands, cmd_name):
+            return dict.__getitem__(self.commands, cmd_name)
+        if cmd_name not in COMMANDS or cmd_name in self.commands.missing:
             return None
         _, short = COMMANDS[cmd_name]
         return TyperCommand(cmd_name, help=short, short_help=short)  # a listing entry: never run
 
     def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
-        if args and args[0] in COMMANDS and args[0] not in self.commands:
-            module_name, _ = COMMANDS[args[0]]
-            try:
-                self.commands.update(registered_commands(module_name))
-            except ModuleNotFoundError as error:
-                if error.name is None or not module_name.startswith(error.name):
-                    raise  # a dependency is missing: say which
-                self.missing.add(args[0])  # that part of the project is not there: "No such command"
+        if args:
+            self.commands.load(args[0])
         return super().resolve_command(ctx, args)
 
 
