@@ -46,6 +46,7 @@ from .guard import build_detectors
 from .guard.fingerprint import args_hash
 from .guard.ladder import Finding, Rung
 from .guard.repeat import RepeatGuard
+from .hooks import run_hook
 from .models.base import Message, ModelReply, ToolChoice
 from .proposals import Proposal, ProposalChecker
 from .scope import Scope, request_text
@@ -93,6 +94,8 @@ class Run:
         self.last_call_ms = 0.0
         self.replay: ModelReply | None = None  # a paused turn's calls, run first on resume
         self.started = time.monotonic()
+        if (hook := run_hook.get()) is not None:  # e.g. durable/: model calls and tools become steps
+            hook(self)
 
     # -- the loop ------------------------------------------------------------------------------
 
