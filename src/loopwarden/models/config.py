@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from ..errors import ConfigError as ConfigError  # its home is loopwarden.errors
 from ..guard.budget import Price
 
 PresetName = Literal["deepseek", "openai", "ollama", "vllm", "llamacpp", "lmstudio"]
@@ -132,10 +133,6 @@ class EndpointConfig(BaseModel):
         """A one-line, key-free description for messages and logs."""
         key = "key set" if self.api_key else "no key"
         return f"{self.base_url} (cheap={self.cheap_model}, main={self.main_model}, {key})"
-
-
-class ConfigError(ValueError):
-    """The configuration given cannot describe an endpoint; the message says what to fix."""
 
 
 def default_config_file(env: Mapping[str, str]) -> Path | None:
