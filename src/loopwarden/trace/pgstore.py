@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -128,10 +128,17 @@ class PostgresRunStore(RunStore):
             )
         return super().migrate(migrations)
 
-    def append_event(self, run_id: str, event: Event) -> int:
-        seq = super().append_event(run_id, event)
-        self._connection().conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, run_id))
-        return seq
+    @contextmanager
+    def _write_now(self) -> Iterator[Any]:
+        yield None  # every write may wait on the network: never on the event loop's thread
+
+    def append_events(
+        self, run_id: str, events: Sequence[Event], *, with_rows: Callable[[Any], None] | None = None, wait: bool = True
+    ) -> list[int] | None:
+        seqs = super().append_events(run_id, events, with_rows=with_rows, wait=wait)
+        if seqs:
+            self._connection().conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, run_id))
+        return seqs
 
     def event_rows(self, run_id: str, after_seq: int = 0, *, limit: int | None = None) -> list[StoredEvent]:
         rows = self._connection().execute(
