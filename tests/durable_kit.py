@@ -86,7 +86,7 @@ def read_log(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in file.read_text().splitlines()] if file.exists() else []
 
 
-def _env(database_url: str | None) -> dict[str, str]:
+def env_for(database_url: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("LOOPWARDEN_TOKEN", "LOOPWARDEN_DATABASE_URL")}
     if database_url:
         env["LOOPWARDEN_DATABASE_URL"] = database_url
@@ -95,14 +95,14 @@ def _env(database_url: str | None) -> dict[str, str]:
 
 @contextmanager
 def serve(
-    state: Path, allowed: Path, *, database_url: str | None = None
+    state: Path, allowed: Path, *, database_url: str | None = None, concurrency: int = 4
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`loopwarden serve --durable` with the demo job; yields (process, base URL) once healthy."""
     port = free_port()
     command = [sys.executable, "-m", "loopwarden.cli", "serve", "--durable", "--port", str(port)]
-    command += ["--state-dir", str(state), "--allow-root", str(allowed), "--job", DEMO_JOB, "--concurrency", "4"]
-    command += ["--queue", "200"]
-    process = subprocess.Popen(command, env=_env(database_url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    command += ["--state-dir", str(state), "--allow-root", str(allowed), "--job", DEMO_JOB]
+    command += ["--concurrency", str(concurrency), "--queue", str(max(200, 2 * concurrency))]
+    process = subprocess.Popen(command, env=env_for(database_url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
 
     def healthy() -> bool:
@@ -122,7 +122,7 @@ def serve(
 def worker(state: Path, database_url: str) -> Iterator[subprocess.Popen[bytes]]:
     """`loopwarden worker`; yields once it printed that it is ready."""
     command = [sys.executable, "-m", "loopwarden.cli", "worker", "--state-dir", str(state)]
-    process = subprocess.Popen(command, env=_env(database_url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, env=env_for(database_url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         assert process.stderr is not None
         line = wait_for(process.stderr.readline, "the worker's ready line", alive=process)

@@ -1,0 +1,165 @@
+"""Durable runs at scale, on a real Postgres, with real processes: one `loopwarden serve` API
+process and two `loopwarden worker` processes. RUNS runs of the demo job (turns model calls of
+`--model-delay` seconds each) are submitted at once and every run's events are read live over
+SSE from the API process.
+
+    LOOPWARDEN_TEST_POSTGRES_URL=postgresql://postgres@127.0.0.1:54329/postgres \\
+        python bench/bench_durable.py [--runs 200] [--model-delay 0.1] [--turns 3]
+
+(`bash .ci/setup.d/postgres.sh` starts such a server.) Prints runs/s from the first submission to
+the last run finished; p50/p99 event delivery latency (event stamped by the worker -> parsed by
+the SSE client; same machine, same clock); and the cost of durability per step (a model call or a
+tool execution) as a ratio to the plain in-process loop, measured in this process on the same
+demo agent with an instant model: plain `Agent.run` vs the same run as a DBOS workflow on SQLite
+and on Postgres (each in a child process: DBOS is one per process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from durable_kit import demo_folder, fresh_database, serve, submit, worker
+
+OVERHEAD_RUNS = 30
+
+
+async def stream(client: httpx.AsyncClient, base: str, run_id: str, latencies: list[float]) -> None:
+    async with client.stream("GET", f"{base}/api/runs/{run_id}/events") as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data: ") and line.startswith('data: {"type"'):
+                latencies.append(time.time() - json.loads(line[6:])["ts"])
+            elif line == "event: end":
+                return
+
+
+async def scale(base: str, folders: list[Path], limit: int) -> tuple[float, list[float]]:
+    latencies: list[float] = []
+    started = time.monotonic()
+    ids = [submit(base, folder.name) for folder in folders]
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60, read=600), limits=httpx.Limits(max_connections=limit)) as c:
+        await asyncio.gather(*(stream(c, base, run_id, latencies) for run_id in ids))
+    return time.monotonic() - started, latencies
+
+
+def bench_scale(runs: int, delay: float, turns: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-durable-"))
+    allowed = tmp / "allowed"
+    folders = [demo_folder(allowed, f"run{i:04d}", turns=turns, model_delay_s=delay) for i in range(runs)]
+    with (
+        fresh_database() as url,
+        serve(tmp / "api", allowed, database_url=url, concurrency=runs) as (_, base),
+        worker(tmp / "w1", url),
+        worker(tmp / "w2", url),
+    ):
+        elapsed, latencies = asyncio.run(scale(base, folders, runs + 10))
+        statuses = {r["status"] for r in httpx.get(f"{base}/api/runs", params={"limit": 500}, timeout=60).json()}
+    assert statuses == {"completed"}, statuses
+    latencies.sort()
+    p50, p99 = statistics.median(latencies), latencies[int(0.99 * (len(latencies) - 1))]
+    print(f"{runs} runs x {turns + 1} model calls of {delay * 1000:.0f} ms, 1 API + 2 workers on Postgres:")
+    print(f"  {runs / elapsed:.1f} runs/s ({elapsed:.1f} s; lower bound {(turns + 1) * delay:.1f} s per run)")
+    print(f"  event delivery over SSE: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms ({len(latencies)} events)")
+
+
+def overhead_child(backend: str, url: str | None) -> float:
+    """Seconds per step of the demo run as a DBOS workflow (in this process)."""
+    from loopwarden.durable.database import Database
+    from loopwarden.durable.engine import launch
+    from loopwarden.durable.workflow import run_workflow
+    from loopwarden.server.jobs import RunRequest
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-durable-"))
+    folder = demo_folder(tmp / "allowed", "overhead", turns=6)
+    engine = launch(Database.resolve(tmp / "state", url or ""), executes_runs=True)
+    request = RunRequest(data_dir=folder, out_dir=tmp / "out")
+
+    async def runs() -> float:
+        started = time.perf_counter()
+        for _ in range(OVERHEAD_RUNS):
+            run = engine.store.create_run()
+            from dbos import DBOS, SetWorkflowID
+
+            with SetWorkflowID(run.id):
+                handle = await DBOS.start_workflow_async(
+                    run_workflow, "loopwarden.durable.demo:demo_job", request, run.id
+                )
+            await handle.get_result()
+        return time.perf_counter() - started
+
+    elapsed = asyncio.run(runs())
+    engine.shutdown()
+    return elapsed / (OVERHEAD_RUNS * STEPS_PER_RUN)
+
+
+STEPS_PER_RUN = 7 + 6  # the demo with 6 turns: 7 model calls, 6 tool executions (one is answered from memory)
+
+
+def plain_per_step() -> float:
+    from loopwarden import Agent
+    from loopwarden.durable.demo import DemoModel, DemoSpec, demo_tools
+
+    spec = DemoSpec(turns=6)
+    agent = Agent(DemoModel(spec), demo_tools(spec), trace=False)
+
+    async def runs() -> float:
+        started = time.perf_counter()
+        for _ in range(OVERHEAD_RUNS):
+            await agent.run("Work through the items.")
+        return time.perf_counter() - started
+
+    return asyncio.run(runs()) / (OVERHEAD_RUNS * STEPS_PER_RUN)
+
+
+def bench_overhead(url: str | None) -> None:
+    plain = plain_per_step()
+    print(f"per step (model call or tool execution), demo agent with an instant model, {OVERHEAD_RUNS} runs:")
+    print(f"  plain in-process loop: {plain * 1e6:.0f} us")
+    for backend in ("sqlite", "postgres"):
+        if backend == "postgres" and url is None:
+            continue
+        command = [sys.executable, __file__, "--overhead-child", backend]
+        out = subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+        durable = float(out)
+        print(f"  durable on {backend}: {durable * 1e6:.0f} us = {durable / plain:.1f}x the plain loop")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--model-delay", type=float, default=0.1)
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--skip-scale", action="store_true")
+    parser.add_argument("--skip-overhead", action="store_true")
+    parser.add_argument("--overhead-child", choices=["sqlite", "postgres"])
+    args = parser.parse_args()
+    if args.overhead_child:
+        if args.overhead_child == "sqlite":
+            print(overhead_child("sqlite", None))
+        else:
+            with fresh_database() as url:
+                print(overhead_child("postgres", url))
+        return
+    import os
+
+    url = os.environ.get("LOOPWARDEN_TEST_POSTGRES_URL")
+    if not args.skip_overhead:
+        bench_overhead(url)
+    if not args.skip_scale:
+        if url is None:
+            sys.exit("the scale part needs Postgres: set LOOPWARDEN_TEST_POSTGRES_URL (bash .ci/setup.d/postgres.sh)")
+        bench_scale(args.runs, args.model_delay, args.turns)
+
+
+if __name__ == "__main__":
+    main()
