@@ -75,6 +75,8 @@ class ModelCalled(Event):
     duration_ms: float = 0.0
     notes: list[ClientNote] = Field(default_factory=list)
     """What the client handled on its own in this call (retries with their HTTP status and wait)."""
+    attempts: int = 1
+    """Requests that reached the server for this reply (each counts as a model call)."""
 
 
 class ModelFailed(Event):
@@ -85,6 +87,8 @@ class ModelFailed(Event):
     retryable: bool = False
     status: int | None = None
     notes: list[ClientNote] = Field(default_factory=list)
+    attempts: int = 0
+    """Requests that reached the server before the call failed (counted as model calls)."""
 
 
 class ToolCallProposed(Event):
@@ -94,6 +98,9 @@ class ToolCallProposed(Event):
     tool: str
     arguments: Any
     args_hash: str
+    repaired: str | None = None
+    """What had to be mended to read the model's argument text (raw control characters, text
+    or chat-template tokens around the JSON), when anything had."""
 
 
 class GuardVerdict(Event):
@@ -191,6 +198,9 @@ class ApprovalRequired(Event):
     tool: str
     arguments: Any
     args_hash: str
+    repaired: str | None = None
+    """What had to be mended to read the model's argument text (raw control characters, text
+    or chat-template tokens around the JSON), when anything had."""
     resume: dict[str, Any] = Field(default_factory=dict)
 
 

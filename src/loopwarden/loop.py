@@ -160,6 +160,7 @@ class Run:
                 tool=p.call.name,
                 arguments=p.arguments,
                 args_hash=args_hash(p.arguments),
+                repaired=p.repair,
             )
             yield verdict_event(self, p)
         self._observe("on_calls", [p.record for p in proposals])

@@ -5,7 +5,6 @@ reads; only what passes every check reaches the executor."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ from .executor import Execution, validate_arguments
 from .guard.fingerprint import fingerprint
 from .guard.ladder import Finding, Rung
 from .guard.repeat import DETECTOR, RepeatDecision, RepeatGuard, repeat_notice
+from .models.arguments import parse_arguments
 from .models.base import ToolCall
 from .permissions import refusal
 from .slots import Prepared
@@ -38,6 +38,8 @@ class Proposal:
     changed: dict[str, tuple[Any, Any]] | None = None
     """Arguments code rewrote or filled in (slots.ArgumentPolicy): name -> (proposed, used)."""
     duration_ms: float = 0.0
+    repair: str | None = None
+    """How the model's argument text was mended to be read (models.arguments), if it was."""
 
     @property
     def runnable(self) -> bool:
@@ -143,13 +145,15 @@ class ProposalChecker:
         self.duplicates_avoided = 0
 
     def check(self, call: ToolCall, turn: int, offered: set[str]) -> Proposal:
-        arguments, parse_error = _parse_arguments(call.arguments)
+        parsed = parse_arguments(call.arguments)
+        arguments, parse_error = parsed.value, parsed.error
         tool = self.registry.get(call.name)
         prepared = self.prepare(tool, arguments) if tool and self.prepare and parse_error is None else None
         arguments = prepared.arguments if prepared else arguments
         fp = fingerprint(tool.qualified_name if tool else call.name, arguments)
         decision = self.repeats.check(fp, tool, turn) if tool else self.repeats.check_unknown(fp, turn)
         p = Proposal(call, turn, arguments, fp, tool, decision, changed=prepared.changed if prepared else None)
+        p.repair = parsed.repair
         if decision.action == "stopped":
             p.result = ToolResult.failure(
                 "repeated_call",
@@ -194,12 +198,3 @@ class ProposalChecker:
                 p.refused_by, p.result = "schema", validated
             else:
                 p.validated = validated
-
-
-def _parse_arguments(raw: str) -> tuple[Any, str | None]:
-    if raw is None or not raw.strip():
-        return {}, None
-    try:
-        return json.loads(raw), None
-    except (json.JSONDecodeError, RecursionError) as error:
-        return raw, str(error)

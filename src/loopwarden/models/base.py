@@ -45,6 +45,8 @@ class ModelRequest(BaseModel):
     tools: list[dict[str, Any]] = Field(default_factory=list)
     tool_choice: ToolChoice | None = None
     tier: Literal["cheap", "main"] = "cheap"
+    max_tokens: int | None = None
+    """The most output this call may write (a stage's cap); None = the endpoint's default."""
 
 
 class ClientNote(BaseModel):
@@ -65,6 +67,9 @@ class ModelReply(BaseModel):
     finish_reason: str | None = None
     model: str | None = None
     notes: list[ClientNote] = Field(default_factory=list)
+    attempts: int = 1
+    """HTTP requests that reached the server for this reply, failed ones included (each is a
+    model call in the totals; `usage` covers them all)."""
 
     def assistant_message(self) -> Message:
         """The assistant message to append to the history, in OpenAI format."""
@@ -90,6 +95,9 @@ class ModelError(Exception):
         retryable: bool = False,
         status: int | None = None,
         notes: list[ClientNote] | None = None,
+        attempts: int = 0,
+        usage: Usage | None = None,
+        field: str | None = None,
     ):
         super().__init__(message)
         self.kind = kind
@@ -97,6 +105,22 @@ class ModelError(Exception):
         self.retryable = retryable
         self.status = status
         self.notes = notes or []
+        self.attempts = attempts
+        """Requests that reached the server before the call failed (counted and priced)."""
+        self.usage = usage or Usage()
+        self.field = field
+        """The request field the server named as invalid (kind `invalid_request`)."""
+
+    def event_fields(self) -> dict[str, Any]:
+        """The fields of the `model_error` event that tells this failure."""
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "retryable": self.retryable,
+            "status": self.status,
+            "notes": self.notes,
+            "attempts": self.attempts,
+        }
 
 
 @runtime_checkable

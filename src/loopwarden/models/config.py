@@ -19,6 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from ..guard.budget import Price
 
+ToolCallContent = Literal["empty", "omit", "null"]
+"""How an assistant turn that made tool calls carries its (absent) text: `"content": ""`,
+no `content` key, or `"content": null`. OpenAI accepts all three; servers that validate
+strictly (llama-cpp-python) reject null with an HTTP 500."""
+TOOL_CALL_CONTENT_SHAPES: tuple[ToolCallContent, ...] = ("empty", "omit", "null")
+
 PresetName = Literal["deepseek", "openai", "ollama", "vllm", "llamacpp", "lmstudio"]
 Tier = Literal["cheap", "main", "vision"]
 
@@ -35,6 +41,8 @@ class Preset(BaseModel):
     needs_key: bool = True
     reasoning_echo: bool = False
     """Whether the provider wants `reasoning_content` sent back on assistant tool-call turns."""
+    any_model_name: bool = False
+    """The server serves whatever it loaded under any requested name (llama.cpp)."""
 
 
 PRESETS: dict[str, Preset] = {
@@ -60,7 +68,11 @@ PRESETS: dict[str, Preset] = {
     ),
     "vllm": Preset(base_url="http://127.0.0.1:8000/v1", cheap_model="default", main_model="default", needs_key=False),
     "llamacpp": Preset(
-        base_url="http://127.0.0.1:8080/v1", cheap_model="default", main_model="default", needs_key=False
+        base_url="http://127.0.0.1:8080/v1",
+        cheap_model="default",
+        main_model="default",
+        needs_key=False,
+        any_model_name=True,
     ),
     "lmstudio": Preset(
         base_url="http://127.0.0.1:1234/v1", cheap_model="default", main_model="default", needs_key=False
@@ -89,6 +101,8 @@ CONFIG_FIELDS = (
     "max_retries",
     "stream",
     "extra_body",
+    "context_window",
+    "tool_call_content",
 )
 
 
@@ -115,6 +129,15 @@ class EndpointConfig(BaseModel):
     """Send `reasoning_content` back on assistant tool-call turns; None = as the preset says."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
     """Provider-specific request fields, e.g. {"thinking": {"type": "disabled"}} for DeepSeek."""
+    context_window: int | None = Field(default=None, gt=0)
+    """Tokens the model accepts (prompt + output); None = learned from the server where it says."""
+    tool_call_content: ToolCallContent = "empty"
+    """The `content` of assistant tool-call turns (`loopwarden doctor` says which one the endpoint needs)."""
+
+    @property
+    def any_model_name(self) -> bool:
+        preset = PRESETS.get(self.preset or "")
+        return bool(preset and preset.any_model_name)
 
     def model_for(self, tier: Tier) -> str:
         if tier == "vision":

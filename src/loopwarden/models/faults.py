@@ -19,6 +19,21 @@ _CONTEXT_WORDS = re.compile(
     r"reduce the length|exceeds? the (?:model'?s? )?(?:maximum|max)",
     re.IGNORECASE,
 )
+_INVALID_REQUEST = re.compile(
+    r"validation errors?\b|'loc'\s*:|\"loc\"\s*:|Input should be|Field required|field required|"
+    r"Extra inputs are not permitted|invalid_request_error|is not valid under any of the given schemas|"
+    r"value is not a valid|none is not an allowed value",
+    re.IGNORECASE,
+)
+_STRONG_INVALID = re.compile(r"validation errors?\b|'loc'\s*:|\"loc\"\s*:|Input should be|Field required", re.I)
+_LOC = re.compile(r"""['"]loc['"]\s*:\s*[(\[](?P<parts>[^)\]]*)[)\]]""")
+_MSG = re.compile(r"""['"]msg['"]\s*:\s*['"](?P<msg>[^'"]*)['"]""")
+_WINDOW = re.compile(
+    r"maximum context length is (\d+)|context window of (\d+)|n_ctx\D{0,10}(\d+)|context size \((\d+)\)"
+    r"|context length of (\d+)|max_model_len\D{0,10}(\d+)",
+    re.IGNORECASE,
+)
+_VALIDATOR_TAGS = re.compile(r"^(?:typed-dict|function-\w+.*|list\[.*|union\[.*|[A-Z]\w*(?:Message|Request)\w*)$")
 _KEY_LIKE = re.compile(r"\b(?:sk|key|api[_-]?key)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
 _BEARER = re.compile(r"(Bearer\s+)\S+", re.IGNORECASE)
 
@@ -41,11 +56,46 @@ def kind_of_status(status: int, detail: str) -> str:
         return "billing"
     if status == 404:
         return "model_not_found"
+    if status in (400, 413, 422, 500) and _CONTEXT_WORDS.search(detail):
+        return "context_length"
+    strict_500 = status == 500 and _STRONG_INVALID.search(detail)
+    if strict_500 or (400 <= status < 500 and _INVALID_REQUEST.search(detail)):
+        # A server that validates requests strictly (llama-cpp-python answers a schema error
+        # with HTTP 500): the same request will fail the same way, so it is not retried.
+        return "invalid_request"
     if status in (408, 409) or status >= 500:
         return "timeout" if status == 408 else "server_error"
-    if status in (400, 413, 422) and _CONTEXT_WORDS.search(detail):
-        return "context_length"
     return "bad_request"
+
+
+def invalid_field(detail: str, param: str | None = None) -> str | None:
+    """The request field a validation error names: `messages[1].content` from a pydantic
+    `'loc': ('body', 'messages', 1, 'typed-dict', 'content')`, or an OpenAI-style `param`."""
+    if param:
+        return param
+    match = _LOC.search(detail)
+    if match is None:
+        return None
+    parts = [p.strip().strip("'\"") for p in match["parts"].split(",")]
+    path = ""
+    for part in parts:
+        if not part or part == "body" or _VALIDATOR_TAGS.match(part):
+            continue
+        path += f"[{part}]" if part.isdigit() else (f".{part}" if path else part)
+    return path or None
+
+
+def invalid_reason(detail: str) -> str | None:
+    match = _MSG.search(detail)
+    return match["msg"] if match else None
+
+
+def context_window_in(detail: str) -> int | None:
+    """The context window an error message (or model listing) states, if it states one."""
+    match = _WINDOW.search(detail)
+    if match is None:
+        return None
+    return next(int(g) for g in match.groups() if g)
 
 
 def advice(kind: str, *, model: str, endpoint: str) -> str:
@@ -60,6 +110,8 @@ def advice(kind: str, *, model: str, endpoint: str) -> str:
         "context_length": f"the conversation is longer than {model!r} accepts: use a model with a longer context "
         "or give the agent less to read at once",
         "bad_request": f"the endpoint {endpoint} refused the request as invalid",
+        "invalid_request": f"the endpoint {endpoint} rejected the shape of the request (a compatibility "
+        "problem, not a transient error; not retried): `loopwarden doctor` finds the message shape it needs",
         "rate_limited": f"the endpoint {endpoint} kept rate-limiting the requests: wait, or lower concurrency",
         "server_error": f"the endpoint {endpoint} kept failing with server errors: try again later",
         "timeout": f"the endpoint {endpoint} did not answer in time: raise --timeout or try again later",
