@@ -335,7 +335,7 @@ def test_intent_metrics() -> None:
     results = [
         result("a", tool_rounds=2, proposals=2, duplicate_proposals=0, candidates=[4, 4], completed=True),
         result("b", tool_rounds=5, proposals=5, duplicate_proposals=4, candidates=[4, 1], fallback=True),
-        result("c", passed=False, tool_rounds=20, proposals=3, duplicate_proposals=1, stop_reason="step_budget"),
+        result("c", passed=False, tool_rounds=20, proposals=3, duplicate_proposals=1, stop_reason="tool_round_budget"),
     ]
     m = intent_metrics("i", results)
     assert (m.cases, m.passed) == (3, 2)
@@ -344,7 +344,7 @@ def test_intent_metrics() -> None:
     assert m.duplicate_call_rate == pytest.approx(5 / 10)
     assert m.avg_candidates == pytest.approx(13 / 4)
     assert m.completion_rate == pytest.approx(1 / 3) and m.fallback_rate == pytest.approx(1 / 3)
-    assert m.stop_reasons == {"": 2, "step_budget": 1}
+    assert m.stop_reasons == {"": 2, "tool_round_budget": 1}
 
 
 @given(st.lists(st.integers(min_value=0, max_value=1000), min_size=1, max_size=200), st.floats(0, 100))

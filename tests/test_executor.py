@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loopwarden import Agent, LoopConfig, RetryPolicy, ScriptedModel, ToolResult, call, tool
-from loopwarden.events import ToolResultEvent
+from loopwarden.events import ToolCallFinished
 from loopwarden.executor import Executor, validate_arguments
 from loopwarden.tools import Tool
 
@@ -282,7 +282,7 @@ async def test_after_a_timeout_the_run_continues() -> None:
     model = ScriptedModel([call("slow_report"), call("quick_summary"), "Summary: 3 items."])
     config = LoopConfig(retry=RetryPolicy(max_attempts=2, base_delay=0.01))
     result = await Agent(model, [slow_report, quick_summary], config=config).run("report")
-    results = [e for e in result.events if isinstance(e, ToolResultEvent)]
+    results = [e for e in result.events if isinstance(e, ToolCallFinished)]
     assert [(r.tool, r.ok, r.error_type, r.attempts) for r in results] == [
         ("slow_report", False, "timeout", 2),
         ("quick_summary", True, None, 1),
@@ -381,7 +381,7 @@ async def test_the_agent_reports_parallel_results_in_proposal_order() -> None:
     batch = [call("lookup", {"key": k, "wait": w}) for k, w in (("a", 0.06), ("b", 0.0), ("c", 0.03))]
     model = ScriptedModel([batch, "ABC"])
     result = await Agent(model, [lookup]).run("look up a, b, c")
-    results = [e for e in result.events if isinstance(e, ToolResultEvent)]
+    results = [e for e in result.events if isinstance(e, ToolCallFinished)]
     assert [r.preview for r in results] == [f'{{"ok": true, "data": "{k}"}}' for k in "ABC"]
     assistant = next(m for m in model.requests[1].messages if m["role"] == "assistant")
     proposed_ids = [c["id"] for c in assistant["tool_calls"]]

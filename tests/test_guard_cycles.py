@@ -59,7 +59,7 @@ def test_a_b_a_b_is_stopped_as_a_cycle() -> None:
     model = follows("ab")
     result, found = run(model)
     assert result.stop_reason == "cycle" and result.status == "failed"
-    assert [(v.action, v.turn) for v in found] == [("nudge", 4), ("narrowed", 6), ("stopped", 8)]
+    assert [(v.action, v.turn) for v in found] == [("nudged", 4), ("narrowed", 6), ("stopped", 8)]
     assert found[-1].evidence == [fingerprint("read_note", {"name": n}) for n in "ab"]
     assert model.calls == 8
 
@@ -68,17 +68,17 @@ def test_a_b_c_is_stopped_as_a_cycle() -> None:
     model = follows("abc")
     result, found = run(model)
     assert result.stop_reason == "cycle"
-    assert [(v.action, v.turn) for v in found] == [("nudge", 6), ("narrowed", 9), ("stopped", 12)]
+    assert [(v.action, v.turn) for v in found] == [("nudged", 6), ("narrowed", 9), ("stopped", 12)]
     assert "a cycle of 3 calls repeated 4 times" in found[-1].reason
 
 
-def test_a_six_call_cycle_is_stopped_within_the_default_step_budget() -> None:
+def test_a_six_call_cycle_is_stopped_within_the_default_tool_round_budget() -> None:
     model = follows("abcdef")
     result = Agent(model, [read_note], config=LoopConfig(policy="fail")).run_sync("read the notes")  # default budgets
     found = cycle_verdicts(result.events)
     assert result.stop_reason == "cycle"
     # found after two full periods; then every 3 calls that go on with it climb a rung
-    assert [(v.action, v.turn) for v in found] == [("nudge", 12), ("narrowed", 15), ("stopped", 18)]
+    assert [(v.action, v.turn) for v in found] == [("nudged", 12), ("narrowed", 15), ("stopped", 18)]
     assert len(found[-1].evidence) == 6
 
 
@@ -95,7 +95,7 @@ def test_interrupted_once_then_answered_is_not_stopped() -> None:
     assert outcome.output == "all notes read"
     assert "stopped" not in verdicts(outcome.events)
     # still one cycle: steered at the first A-B-A-B, narrowed when it came back after C
-    assert [(v.action, v.turn) for v in cycle_verdicts(outcome.events)] == [("nudge", 4), ("narrowed", 9)]
+    assert [(v.action, v.turn) for v in cycle_verdicts(outcome.events)] == [("nudged", 4), ("narrowed", 9)]
 
 
 def test_interrupted_cycle_that_goes_on_is_stopped() -> None:
@@ -103,19 +103,19 @@ def test_interrupted_cycle_that_goes_on_is_stopped() -> None:
     assert result.status == "failed"
     # the 5th identical A (call 10) reaches the repeated-call ladder's stop just before the cycle's
     assert result.stop_reason == "repeated_call"
-    assert [(v.action, v.turn) for v in found] == [("nudge", 4), ("narrowed", 9)]
+    assert [(v.action, v.turn) for v in found] == [("nudged", 4), ("narrowed", 9)]
     assert "resumed" in found[1].reason
     # on its own (a laxer repeated-call ladder), the cycle detector stops it one period later
     result, found = run(follows("ababcababababab", then="never"), ladder=Ladder(nudge_at=3, narrow_at=4, stop_at=9))
     assert result.stop_reason == "cycle"
-    assert [(v.action, v.turn) for v in found] == [("nudge", 4), ("narrowed", 9), ("stopped", 11)]
+    assert [(v.action, v.turn) for v in found] == [("nudged", 4), ("narrowed", 9), ("stopped", 11)]
 
 
 def test_a_different_continuation_is_not_a_cycle() -> None:
     model = follows("ababcdefgh", then="done")
     outcome = Agent(model, [read_note]).run_sync("read")
     assert outcome.status == "completed" and outcome.output == "done"
-    assert [v.action for v in cycle_verdicts(outcome.events)] == ["nudge"]
+    assert [v.action for v in cycle_verdicts(outcome.events)] == ["nudged"]
 
 
 def test_the_same_call_repeated_is_left_to_the_repeated_call_ladder() -> None:

@@ -16,9 +16,24 @@ from loopwarden.models.config import EndpointConfig
 from loopwarden.models.openai_compat import OpenAICompatModel
 from openai_server import Reply, ScriptedServer, completion, error, reply, tool_call, usage
 
-CONTENT_NULL_500 = (
-    "1 validation error:\n  {'type': 'string_type', 'loc': ('body', 'messages', 1, 'typed-dict', 'content'), "
-    "'msg': 'Input should be a valid string', 'input': None}"
+CONTENT_NULL_500 = (  # llama-cpp-python 0.3.36 answers with this, HTTP 500 (install path shortened)
+    "7 validation errors:\n  {'type': 'literal_error', 'loc': ('body', 'messages', 1, 'ChatCompletionReque"
+    "stSystemMessage', 'role'), 'msg': \"Input should be 'system'\", 'input': 'assistant', 'ctx': {'expecte"
+    "d': \"'system'\"}}\n  {'type': 'literal_error', 'loc': ('body', 'messages', 1, 'ChatCompletionRequestUs"
+    "erMessage', 'role'), 'msg': \"Input should be 'user'\", 'input': 'assistant', 'ctx': {'expected': \"'us"
+    "er'\"}}\n  {'type': 'string_type', 'loc': ('body', 'messages', 1, 'ChatCompletionRequestAssistantMessa"
+    "ge', 'content'), 'msg': 'Input should be a valid string', 'input': None}\n  {'type': 'literal_error',"
+    " 'loc': ('body', 'messages', 1, 'ChatCompletionRequestToolMessage', 'role'), 'msg': \"Input should be"
+    " 'tool'\", 'input': 'assistant', 'ctx': {'expected': \"'tool'\"}}\n  {'type': 'missing', 'loc': ('body',"
+    " 'messages', 1, 'ChatCompletionRequestToolMessage', 'tool_call_id'), 'msg': 'Field required', 'input"
+    "': {'role': 'assistant', 'content': None, 'tool_calls': [{'id': 'c1', 'type': 'function', 'function'"
+    ": {'name': 'read_file', 'arguments': '{}'}}]}}\n  {'type': 'literal_error', 'loc': ('body', 'messages"
+    "', 1, 'ChatCompletionRequestFunctionMessage', 'role'), 'msg': \"Input should be 'function'\", 'input':"
+    " 'assistant', 'ctx': {'expected': \"'function'\"}}\n  {'type': 'missing', 'loc': ('body', 'messages', 1"
+    ", 'ChatCompletionRequestFunctionMessage', 'name'), 'msg': 'Field required', 'input': {'role': 'assis"
+    "tant', 'content': None, 'tool_calls': [{'id': 'c1', 'type': 'function', 'function': {'name': 'read_f"
+    "ile', 'arguments': '{}'}}]}}\n\n  File \"site-packages/llama_cpp/serv"
+    'er/app.py", line 376, in create_chat_completion\n    POST /v1/chat/completions'
 )
 ROLE_500 = (
     "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'messages', 0, 'typed-dict', 'role'), "
@@ -210,7 +225,7 @@ async def test_a_failed_call_still_counts_its_attempts(server: ScriptedServer) -
     result = await Agent(model(server), [read_file, finish], config=LoopConfig()).run("go")
     assert result.stop_reason == "model_error"
     assert result.totals.model_calls == 1
-    [failed] = [e for e in result.events if e.type == "model_error"]
+    [failed] = [e for e in result.events if e.type == "model_failed"]
     assert failed.model_dump()["attempts"] == 1 and failed.model_dump()["kind"] == "invalid_request"
 
 
@@ -221,9 +236,9 @@ async def test_arguments_with_raw_newlines_are_repaired_and_the_event_says_so(se
         reply(completion(None, [tool_call("finish", {"summary": "done"})])),
     )
     result = await Agent(model(server), [read_file, finish]).run("go")
-    [proposed, _] = [e for e in result.events if e.type == "tool_call"]
+    [proposed, _] = [e for e in result.events if e.type == "tool_call_proposed"]
     data = proposed.model_dump()
     assert data["arguments"] == {"path": "notes\nREADME.md"}
     assert "control characters" in data["repaired"] and "chat-template tokens" in data["repaired"]
-    [ran] = [e for e in result.events if e.type == "tool_result" and e.model_dump()["tool"] == "read_file"]
+    [ran] = [e for e in result.events if e.type == "tool_call_finished" and e.model_dump()["tool"] == "read_file"]
     assert ran.model_dump()["ok"]

@@ -144,9 +144,9 @@ def test_the_tool_round_trip_sends_the_loops_own_second_turn(server: ScriptedSer
     second = [r for r in server.requests if r["messages"][-1]["role"] == "tool"]
     assert len(second) == 3  # one per shape
     turn = second[0]["messages"]
-    assert turn[1]["role"] == "assistant" and turn[1]["tool_calls"][0]["function"]["name"] == "report_number"
-    assert turn[2]["tool_call_id"] == turn[1]["tool_calls"][0]["id"]
-    assert json.loads(turn[2]["content"]) == {"ok": True, "data": 7}
+    assert turn[2]["role"] == "assistant" and turn[2]["tool_calls"][0]["function"]["name"] == "report_number"
+    assert turn[3]["tool_call_id"] == turn[2]["tool_calls"][0]["id"]
+    assert json.loads(turn[3]["content"]) == {"ok": True, "data": 7}
 
 
 def test_a_configured_shape_the_server_rejects_is_named_with_the_fix(server: ScriptedServer, tmp_path: Path) -> None:
@@ -157,7 +157,7 @@ def test_a_configured_shape_the_server_rejects_is_named_with_the_fix(server: Scr
 
 
 def test_a_round_trip_no_shape_survives_fails(server: ScriptedServer, tmp_path: Path) -> None:
-    server.respond = lambda body: error(500, NULL_CONTENT_500) if len(body["messages"]) > 1 else capable(body)
+    server.respond = lambda body: error(500, NULL_CONTENT_500) if len(body["messages"]) > 2 else capable(body)
     code, out = doctor(tmp_path, *args_for(server))
     assert code == 1
     assert "✗ tool round trip" in out and "no second reply after a tool result" in out

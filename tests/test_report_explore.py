@@ -98,7 +98,7 @@ def test_out_of_bounds_paths_become_results_the_model_can_correct(data: Path) ->
         ]
     )
     events = run(data, model)
-    results = [e for e in events if e.type == "tool_result"]
+    results = [e for e in events if e.type == "tool_call_finished"]
     assert [r.ok for r in results[:4]] == [False] * 4  # type: ignore[attr-defined]
     assert all(OUT_OF_BOUNDS in r.message for r in results[:4])  # type: ignore[attr-defined]
     assert results[4].ok  # type: ignore[attr-defined]
@@ -126,7 +126,7 @@ def test_finish_exploration_schema_is_enforced(data: Path) -> None:
         ]
     )
     events = run(data, model)
-    results = [e for e in events if e.type == "tool_result"]
+    results = [e for e in events if e.type == "tool_call_finished"]
     assert [r.ok for r in results] == [False, False, True]  # type: ignore[attr-defined]
     record = record_of(events)
     assert record.key_findings == ["flow rises linearly, 4.1 to 12.4 L/min"]

@@ -6,6 +6,7 @@ from typing import Literal
 
 import pytest
 
+from loopwarden.errors import LoopwardenError, ToolDefinitionError
 from loopwarden.tools import Tool, ToolRegistry, ToolResult, business_failure, tool
 
 
@@ -69,8 +70,9 @@ def test_var_args_are_refused_at_declaration() -> None:
     def bad(*paths: str) -> None:
         """Many paths."""
 
-    with pytest.raises(TypeError, match=r"\*args"):
+    with pytest.raises(ToolDefinitionError, match=r"\*args") as caught:
         tool(bad)
+    assert isinstance(caught.value, LoopwardenError) and isinstance(caught.value, ValueError)
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,17 @@
 from .agent import Agent, RunResult
 from .approval import ApprovalGate, PendingApproval
 from .config import LoopConfig
-from .events import Event, RunFinished, Totals, parse_event
+from .errors import (
+    CaseError,
+    ConfigError,
+    LoopwardenError,
+    ModelError,
+    OutputValidationError,
+    RunNotFound,
+    ToolDefinitionError,
+    TraceFormatError,
+)
+from .events import Event, EventParser, RunFinished, RuntimeEvent, Totals, UnknownEvent, parse_event
 from .executor import Executor, RetryPolicy
 from .guard import Budgets, Ladder, Price
 from .models import FunctionModel, ModelReply, ModelRequest, ScriptedModel, ToolCall, Usage, call
@@ -18,18 +28,24 @@ __all__ = [
     "Agent",
     "ApprovalGate",
     "Budgets",
+    "CaseError",
     "ChecklistItem",
     "ClassifierRouter",
+    "ConfigError",
     "EnumSlot",
     "Event",
+    "EventParser",
     "Executor",
     "Fallback",
     "FunctionModel",
     "Intent",
     "Ladder",
     "LoopConfig",
+    "LoopwardenError",
+    "ModelError",
     "ModelReply",
     "ModelRequest",
+    "OutputValidationError",
     "PendingApproval",
     "Price",
     "Principal",
@@ -37,16 +53,21 @@ __all__ = [
     "RuleRouter",
     "RunClock",
     "RunFinished",
+    "RunNotFound",
     "RunResult",
     "RunState",
+    "RuntimeEvent",
     "ScriptedModel",
     "SlotSpec",
     "Tool",
     "ToolCall",
+    "ToolDefinitionError",
     "ToolRegistry",
     "ToolResult",
     "ToolSearch",
     "Totals",
+    "TraceFormatError",
+    "UnknownEvent",
     "Usage",
     "call",
     "model_classifier",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -39,8 +39,11 @@ class RunResult:
 
 @dataclass
 class Agent:
+    """A model, its tools and its guards. Everything after `model` and `tools` is keyword-only."""
+
     model: Model
     tools: ToolRegistry | Iterable[ToolLike] = ()
+    _: KW_ONLY
     system: str | None = None
     config: LoopConfig = field(default_factory=LoopConfig)
     checklist: Sequence[ChecklistItem] = ()
@@ -50,15 +53,15 @@ class Agent:
     none when empty. `config.disabled_detectors` switches any of them off by name."""
     approvals: ApprovalGate | None = None
     """Decides `requires_approval` calls in process; without one such a call pauses the run (resume())."""
-    principal_roles: frozenset[str] | None = None
     offered: Sequence[str] | None = None
     """Names of the tools offered each turn; all registered tools when None."""
     router: Router | None = None
-    """Routes each request to an intent: its tools, slots, checklist and step cap (router.py)."""
+    """Routes each request to an intent: its tools, slots, checklist and tool-round budget (router.py)."""
     tool_search: ToolSearch | None = None
     """Progressive disclosure: offer `search_tools` and what it finds, not the registry."""
     principal: Principal | None = None
-    """Who runs act for; its roles replace `principal_roles` when set."""
+    """Who runs act for: tools declaring `roles=` need one of its roles. None: no roles checked
+    beyond the tools' own (a tool with `roles=` is then refused)."""
     clock: Callable[[], datetime] | None = None
     """Read once at run start; relative dates in the run resolve from it (default: now, UTC)."""
     trace: TraceTarget = None

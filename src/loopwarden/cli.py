@@ -12,6 +12,7 @@ COMMAND_MODULES = (
     "loopwarden.models.doctor",  # doctor
     "loopwarden.report.cli",  # report
     "loopwarden.server.cli",  # serve
+    "loopwarden.durable.cli",  # worker
     "loopwarden.eval.cli",  # eval
     "loopwarden.trace.cli",  # trace
 )

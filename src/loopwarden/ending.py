@@ -179,7 +179,7 @@ def verdict_event(run: Run, p: Proposal) -> Event:
 
 
 def finding_event(run: Run, finding: Finding) -> Event:
-    action = {Rung.NUDGE: "nudge", Rung.NARROW: "narrowed", Rung.STOP: "stopped"}.get(finding.rung, "allow")
+    action = {Rung.NUDGE: "nudged", Rung.NARROW: "narrowed", Rung.STOP: "stopped"}.get(finding.rung, "allowed")
     return run.stamp(
         GuardVerdict,
         turn=run.turn,

@@ -1,26 +1,36 @@
 """Typed, JSON-serialisable events: everything a run does is told as one of these.
 
-Every event carries the run id, a per-run sequence number and a timestamp. Applications
-(the report agent, the server) add their own event classes by subclassing `Event`; `parse_event`
-reads back any event written by this module, and unknown types as a plain `Event`.
+Every event carries the run id, a per-run sequence number and a timestamp, and its class name is
+its `type` in CamelCase (`ModelCalled` is "model_called"). The runtime's events form one
+discriminated union, `RuntimeEvent`; `parse_event` reads them back, and any other type as an
+`UnknownEvent` that keeps every field. Applications (the report agent, the server) add their own
+classes by subclassing `Event` and read them back with an `EventParser` given those classes.
+
+Events are validated where they come in (`parse_event`); the runtime builds its own with
+`EventStamper`, which checks field names but skips re-validating values the typed code produced.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from typing import Any, Literal, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from .models.base import ClientNote, Usage
 
 Status = Literal["completed", "degraded", "failed", "paused", "cancelled"]
 StopPolicy = Literal["degrade", "fail", "handoff"]
-VerdictAction = Literal["allow", "cached", "nudge", "narrowed", "stopped", "refused", "paused"]
+VerdictAction = Literal["allowed", "cached", "nudged", "narrowed", "stopped", "refused", "paused"]
+"""What the guard did with a proposed call (or a reply): each a past participle."""
 
 
 class Event(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    """The fields every event has. Unknown fields are an error: a misspelt field never passes."""
+
+    model_config = ConfigDict(extra="forbid")
 
     type: str
     run_id: str
@@ -29,6 +39,13 @@ class Event(BaseModel):
 
     def to_json(self) -> str:
         return self.model_dump_json()
+
+
+class UnknownEvent(Event):
+    """An event whose type the parser was not given (an application's own, or a newer
+    version's): every field is kept, so nothing read is lost or rewritten."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class Totals(BaseModel):
@@ -63,7 +80,7 @@ class RunStarted(Event):
 
 
 class ModelCalled(Event):
-    type: Literal["model_call"] = "model_call"
+    type: Literal["model_called"] = "model_called"
     turn: int
     model: str
     tools_offered: list[str]
@@ -80,7 +97,9 @@ class ModelCalled(Event):
 
 
 class ModelFailed(Event):
-    type: Literal["model_error"] = "model_error"
+    """A model call failed after the client's own retries; the run ends with stop reason "model_error"."""
+
+    type: Literal["model_failed"] = "model_failed"
     turn: int
     kind: str
     message: str
@@ -92,7 +111,7 @@ class ModelFailed(Event):
 
 
 class ToolCallProposed(Event):
-    type: Literal["tool_call"] = "tool_call"
+    type: Literal["tool_call_proposed"] = "tool_call_proposed"
     turn: int
     call_id: str
     tool: str
@@ -115,8 +134,11 @@ class GuardVerdict(Event):
     evidence: list[str] = Field(default_factory=list)
 
 
-class ToolResultEvent(Event):
-    type: Literal["tool_result"] = "tool_result"
+class ToolCallFinished(Event):
+    """The outcome of one proposed call: run, answered from an earlier result (`cached`), or
+    refused before running (`executed` False)."""
+
+    type: Literal["tool_call_finished"] = "tool_call_finished"
     turn: int
     call_id: str
     tool: str
@@ -134,7 +156,7 @@ class ToolResultEvent(Event):
 
 
 class NudgeInjected(Event):
-    type: Literal["nudge"] = "nudge"
+    type: Literal["nudge_injected"] = "nudge_injected"
     turn: int
     detector: str
     text: str
@@ -172,7 +194,7 @@ class IntentRouted(Event):
     missing: list[str] = Field(default_factory=list)
     question: str | None = None
     tools: list[str] = Field(default_factory=list)
-    step_cap: int | None = None
+    max_tool_rounds: int | None = None
     evidence: list[str] = Field(default_factory=list)
     model: str | None = None
     usage: Usage | None = None
@@ -198,9 +220,6 @@ class ApprovalRequired(Event):
     tool: str
     arguments: Any
     args_hash: str
-    repaired: str | None = None
-    """What had to be mended to read the model's argument text (raw control characters, text
-    or chat-template tokens around the JSON), when anything had."""
     resume: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -214,11 +233,53 @@ class ApprovalDecided(Event):
     by: str | None = None
 
 
+RuntimeEvent = Annotated[
+    RunStarted
+    | IntentRouted
+    | ModelCalled
+    | ModelFailed
+    | ToolCallProposed
+    | GuardVerdict
+    | ApprovalRequired
+    | ApprovalDecided
+    | ToolCallFinished
+    | ToolsDiscovered
+    | NudgeInjected
+    | PhaseEnded
+    | RunFinished,
+    Field(discriminator="type"),
+]
+"""Every event the runtime emits, as one discriminated union on `type`."""
+
+RUNTIME_EVENTS: tuple[type[Event], ...] = (
+    RunStarted,
+    IntentRouted,
+    ModelCalled,
+    ModelFailed,
+    ToolCallProposed,
+    GuardVerdict,
+    ApprovalRequired,
+    ApprovalDecided,
+    ToolCallFinished,
+    ToolsDiscovered,
+    NudgeInjected,
+    PhaseEnded,
+    RunFinished,
+)
+
 E = TypeVar("E", bound=Event)
 
 
 class EventStamper:
-    """Numbers a run's events and stamps them with run id and time."""
+    """Numbers a run's events and stamps them with run id and time.
+
+    Field names are checked on every event (a misspelt or missing field raises `TypeError`);
+    values come from typed code and are not validated again on this hot path unless
+    `EventStamper.validate` is set (the test suite sets it; so does LOOPWARDEN_VALIDATE_EVENTS=1).
+    """
+
+    validate: ClassVar[bool] = os.environ.get("LOOPWARDEN_VALIDATE_EVENTS", "") not in ("", "0")
+    _names: ClassVar[dict[type[Event], tuple[frozenset[str], frozenset[str]]]] = {}
 
     def __init__(self, run_id: str, start_seq: int = 0) -> None:
         self.run_id = run_id
@@ -226,26 +287,71 @@ class EventStamper:
 
     def __call__(self, cls: type[E], **fields: Any) -> E:
         self._seq += 1
-        return cls(run_id=self.run_id, seq=self._seq, ts=time.time(), **fields)
+        if self.validate:
+            return cls(run_id=self.run_id, seq=self._seq, ts=time.time(), **fields)
+        names = self._names.get(cls)
+        if names is None:
+            known = frozenset(cls.model_fields) - {"type", "run_id", "seq", "ts"}
+            required = frozenset(n for n in known if cls.model_fields[n].is_required())
+            names = self._names[cls] = (known, required)
+        if not names[0].issuperset(fields) or not names[1].issubset(fields):
+            unknown, missing = sorted(set(fields) - names[0]), sorted(names[1] - set(fields))
+            raise TypeError(f"{cls.__name__}: unknown fields {unknown}, missing fields {missing}")
+        return cls.model_construct(run_id=self.run_id, seq=self._seq, ts=time.time(), **fields)  # type: ignore[return-value]
 
     @property
     def last_seq(self) -> int:
         return self._seq
 
 
-def _known_types() -> dict[str, type[Event]]:
-    known: dict[str, type[Event]] = {}
-    stack: list[type[Event]] = [Event]
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        default = cls.model_fields["type"].default
-        if isinstance(default, str):
-            known.setdefault(default, cls)
-    return known
+# Version 0 wrote some types and verdicts under other names; read them under today's.
+_V0_TYPES = {
+    "model_call": "model_called",
+    "model_error": "model_failed",
+    "tool_call": "tool_call_proposed",
+    "tool_result": "tool_call_finished",
+    "nudge": "nudge_injected",
+}
+_V0_ACTIONS = {"allow": "allowed", "nudge": "nudged"}
 
 
-def parse_event(data: dict[str, Any]) -> Event:
-    """Read an event back (from JSON, SQLite, SSE) into its class where the class is loaded."""
-    cls = _known_types().get(str(data.get("type")), Event)
-    return cls.model_validate(data)
+class EventParser:
+    """Reads events back (from JSON, SQLite, SSE) into the classes it was given, validated as a
+    discriminated union on `type`; any other type becomes an `UnknownEvent`."""
+
+    def __init__(self, classes: Iterable[type[Event]] = RUNTIME_EVENTS) -> None:
+        self.classes: dict[str, type[Event]] = {}
+        for cls in classes:
+            tag = cls.model_fields["type"].default
+            if not isinstance(tag, str) or tag in self.classes:
+                raise TypeError(f"{cls.__name__}: an event class needs its own literal `type` default")
+            self.classes[tag] = cls
+        union = Union[tuple(self.classes.values())]  # type: ignore[valid-type]  # noqa: UP007
+        self._adapter: TypeAdapter[Event] = TypeAdapter(Annotated[union, Field(discriminator="type")])  # type: ignore[arg-type]
+
+    def __call__(self, data: Mapping[str, Any]) -> Event:
+        """Raises `pydantic.ValidationError` (a `ValueError`) on a malformed event of a known type."""
+        data = _upgrade_v0(data)
+        if data.get("type") not in self.classes:
+            return UnknownEvent.model_validate(data)
+        return self._adapter.validate_python(data)
+
+    def with_classes(self, classes: Iterable[type[Event]]) -> EventParser:
+        return EventParser([*self.classes.values(), *classes])
+
+
+def _upgrade_v0(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    kind = data.get("type")
+    if kind in _V0_TYPES:
+        return {**data, "type": _V0_TYPES[str(kind)]}
+    if kind == "guard_verdict" and data.get("action") in _V0_ACTIONS:
+        return {**data, "action": _V0_ACTIONS[str(data["action"])]}
+    if kind == "intent_routed" and "step_cap" in data:
+        upgraded = {**data, "max_tool_rounds": data["step_cap"]}
+        del upgraded["step_cap"]
+        return upgraded
+    return data
+
+
+parse_event = EventParser()
+"""Read a runtime event back; see `EventParser` for an application's own event classes."""

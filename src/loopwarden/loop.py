@@ -36,8 +36,8 @@ from .events import (
     IntentRouted,
     NudgeInjected,
     RunStarted,
+    ToolCallFinished,
     ToolCallProposed,
-    ToolResultEvent,
     ToolsDiscovered,
     Totals,
 )
@@ -46,6 +46,7 @@ from .guard import build_detectors
 from .guard.fingerprint import args_hash
 from .guard.ladder import Finding, Rung
 from .guard.repeat import RepeatGuard
+from .hooks import run_hook
 from .models.base import Message, ModelReply, ToolChoice
 from .proposals import Proposal, ProposalChecker
 from .scope import Scope, request_text
@@ -69,7 +70,7 @@ class Run:
         self.repeats = RepeatGuard(self.config.ladder)
         self.detectors = build_detectors(agent.detectors, self.config.disabled_detectors)
         self.approvals = ApprovalReview(agent.approvals, self.stamp, lambda: self.messages)
-        roles = agent.principal.roles if agent.principal else agent.principal_roles
+        roles = agent.principal.roles if agent.principal else None
         self.scope = Scope(agent.registry, roles, RunClock(agent.clock), agent.tool_search)
         self.checker = ProposalChecker(agent.registry, self.repeats, roles, self.scope.arguments.prepare)
         self.executor = Executor(
@@ -93,6 +94,8 @@ class Run:
         self.last_call_ms = 0.0
         self.replay: ModelReply | None = None  # a paused turn's calls, run first on resume
         self.started = time.monotonic()
+        if (hook := run_hook.get()) is not None:  # e.g. durable/: model calls and tools become steps
+            hook(self)
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -178,7 +181,7 @@ class Run:
             assert p.result is not None
             self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": p.result.to_model_content()})
             done = self.state.add(p.record)
-            yield self.stamp(ToolResultEvent, turn=self.turn, checklist_done=done, **p.result_fields())
+            yield self.stamp(ToolCallFinished, turn=self.turn, checklist_done=done, **p.result_fields())
         self._observe("on_results", [p.record for p in proposals])
         if found := self.scope.observe((p.tool, p.result) for p in proposals):
             yield self.stamp(
@@ -206,8 +209,8 @@ class Run:
             self.done = True
             return
         for p in proposals:
-            if p.decision.action in ("nudge", "narrowed") and p.tool is not None:
-                rung = Rung.NUDGE if p.decision.action == "nudge" else Rung.NARROW
+            if p.decision.action in ("nudged", "narrowed") and p.tool is not None:
+                rung = Rung.NUDGE if p.decision.action == "nudged" else Rung.NARROW
                 self.turn_findings.append(p.finding(p.decision.count, rung))
         for event in self._apply_findings():
             yield event

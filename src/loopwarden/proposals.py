@@ -75,7 +75,7 @@ class Proposal:
         action, count = self.decision.action, self.decision.count
         if action == "stopped":
             reason = f"identical call #{count}: phase stopped"
-        elif action in ("cached", "nudge", "narrowed"):
+        elif action in ("cached", "nudged", "narrowed"):
             reason = f"identical call #{count}" + (": answered from the earlier result" if self.cached else "")
         elif self.refused_by is not None:
             assert self.result is not None
@@ -86,7 +86,7 @@ class Proposal:
                 "count": count,
             }
         else:
-            return {"detector": "guard", "action": "allow", "reason": self._allowed_reason(), "count": count}
+            return {"detector": "guard", "action": "allowed", "reason": self._allowed_reason(), "count": count}
         return {
             "detector": DETECTOR,
             "action": action,

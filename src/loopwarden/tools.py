@@ -12,6 +12,8 @@ from typing import Any, Literal, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from .errors import ToolDefinitionError
+
 SideEffect = Literal["read", "write"]
 
 # OpenAI function names allow [a-zA-Z0-9_-]; a namespace separator '.' is sent as '__'.
@@ -176,7 +178,7 @@ def _args_model(fn: Callable[..., Any], name: str, arg_help: dict[str, str]) -> 
     fields: dict[str, Any] = {}
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
+            raise ToolDefinitionError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
         annotation = hints.get(param.name, Any)
         default = ... if param.default is inspect.Parameter.empty else param.default
         help_text = arg_help.get(param.name)
@@ -259,7 +261,7 @@ class ToolRegistry:
     def add(self, item: ToolLike) -> Tool:
         declared = item if isinstance(item, Tool) else tool(item)
         if declared.qualified_name in self._tools:
-            raise ValueError(f"tool {declared.qualified_name!r} is already registered")
+            raise ToolDefinitionError(f"tool {declared.qualified_name!r} is already registered")
         self._tools[declared.qualified_name] = declared
         return declared
 

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..errors import CaseError as CaseError  # its home is loopwarden.errors
 from ..events import StopPolicy
 
 
@@ -172,10 +173,6 @@ class Case(_Strict):
     config: ConfigSpec = Field(default_factory=ConfigSpec)
     expect: Expectations = Field(default_factory=Expectations)
     path: Path | None = Field(default=None, exclude=True)
-
-
-class CaseError(Exception):
-    """A case file that cannot be read; the message names the file and the problem."""
 
 
 def load_case(path: Path) -> Case:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ..events import Event, ToolCallProposed, ToolResultEvent
+from ..events import Event, ToolCallFinished, ToolCallProposed
 from .case import Case
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def executed_calls(events: list[Event]) -> list[tuple[str, str]]:
     """(tool, args hash) of every call that actually ran, in order."""
     proposed = {e.call_id: (e.tool, e.args_hash) for e in events if isinstance(e, ToolCallProposed)}
     return [
-        proposed[e.call_id] for e in events if isinstance(e, ToolResultEvent) and e.executed and e.call_id in proposed
+        proposed[e.call_id] for e in events if isinstance(e, ToolCallFinished) and e.executed and e.call_id in proposed
     ]
 
 

@@ -26,7 +26,7 @@ from .detectors import REPEATED_CALL, resolve_detectors
 from .expect import check_expectations
 from .verifiers import build_verifiers
 
-INTERVENTIONS = frozenset({"cached", "nudge", "narrowed", "stopped"})
+INTERVENTIONS = frozenset({"cached", "nudged", "narrowed", "stopped"})
 """Verdict actions that mean the guard stepped in against looping."""
 
 

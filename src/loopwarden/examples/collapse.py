@@ -50,7 +50,7 @@ def describe(console: Console, title: str, result: RunResult) -> None:
     console.rule(title)
     for event in result.events:
         if isinstance(event, GuardVerdict):
-            style = "green" if event.action == "allow" else "yellow" if event.action != "stopped" else "bold red"
+            style = "green" if event.action == "allowed" else "yellow" if event.action != "stopped" else "bold red"
             console.print(f"  turn {event.turn}: [{style}]{event.action}[/] ({event.detector}) {event.reason}")
         elif isinstance(event, NudgeInjected):
             console.print(f"  turn {event.turn}: [cyan]nudge injected[/]")

@@ -17,7 +17,7 @@ from .ladder import Ladder, Rung
 DETECTOR = "repeated_call"
 
 _ACTION_FOR_RUNG: dict[Rung, VerdictAction] = {
-    Rung.NUDGE: "nudge",
+    Rung.NUDGE: "nudged",
     Rung.NARROW: "narrowed",
     Rung.STOP: "stopped",
 }
@@ -51,18 +51,18 @@ class RepeatGuard:
     def check(self, fp: str, tool: Tool, turn: int) -> RepeatDecision:
         """Count this proposal and decide; call once per proposed call."""
         if tool.repeatable or tool.terminal:
-            return RepeatDecision("allow", 0)
+            return RepeatDecision("allowed", 0)
         self._counts[fp] += 1
         count = self._counts[fp]
         self._first_turn.setdefault(fp, turn)
         known = self._known.get(fp)
         cached = known.result if known else None
         if count == 1:
-            return RepeatDecision("allow", count)
+            return RepeatDecision("allowed", count)
         rung = self.ladder.rung(count)
         if rung == Rung.NUDGE and count > self.ladder.nudge_at:
             rung = Rung.NONE  # the wrap-up instruction is given once; later repeats are just answered
-        action: VerdictAction = _ACTION_FOR_RUNG.get(rung, "cached" if cached else "allow")
+        action: VerdictAction = _ACTION_FOR_RUNG.get(rung, "cached" if cached else "allowed")
         return RepeatDecision(action, count, cached, self._first_turn[fp])
 
     def check_unknown(self, fp: str, turn: int) -> RepeatDecision:
@@ -70,7 +70,7 @@ class RepeatGuard:
         self._counts[fp] += 1
         count = self._counts[fp]
         rung = self.ladder.rung(count)
-        return RepeatDecision(_ACTION_FOR_RUNG.get(rung, "allow"), count)
+        return RepeatDecision(_ACTION_FOR_RUNG.get(rung, "allowed"), count)
 
     def record(self, fp: str, tool: Tool, result: ToolResult, turn: int) -> None:
         """Remember an executed result; a successful write makes every known result stale."""

@@ -7,8 +7,22 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import ModelError
+
 Message = dict[str, Any]
 """One OpenAI chat message (`role`, `content`, `tool_calls`, `tool_call_id`, ...)."""
+
+__all__ = [
+    "ClientNote",
+    "Message",
+    "Model",
+    "ModelError",
+    "ModelReply",
+    "ModelRequest",
+    "ToolCall",
+    "ToolChoice",
+    "Usage",
+]
 
 ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
 
@@ -82,45 +96,6 @@ class ModelReply(BaseModel):
         if self.reasoning is not None:
             message["reasoning_content"] = self.reasoning
         return message
-
-
-class ModelError(Exception):
-    """A model call that failed after the client's own retries; `kind` says how."""
-
-    def __init__(
-        self,
-        kind: str,
-        message: str,
-        *,
-        retryable: bool = False,
-        status: int | None = None,
-        notes: list[ClientNote] | None = None,
-        attempts: int = 0,
-        usage: Usage | None = None,
-        field: str | None = None,
-    ):
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.retryable = retryable
-        self.status = status
-        self.notes = notes or []
-        self.attempts = attempts
-        """Requests that reached the server before the call failed (counted and priced)."""
-        self.usage = usage or Usage()
-        self.field = field
-        """The request field the server named as invalid (kind `invalid_request`)."""
-
-    def event_fields(self) -> dict[str, Any]:
-        """The fields of the `model_error` event that tells this failure."""
-        return {
-            "kind": self.kind,
-            "message": self.message,
-            "retryable": self.retryable,
-            "status": self.status,
-            "notes": self.notes,
-            "attempts": self.attempts,
-        }
 
 
 @runtime_checkable

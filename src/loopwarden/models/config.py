@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from ..errors import ConfigError as ConfigError  # its home is loopwarden.errors
 from ..guard.budget import Price
 
 ToolCallContent = Literal["empty", "omit", "null"]
@@ -103,6 +104,7 @@ CONFIG_FIELDS = (
     "extra_body",
     "context_window",
     "tool_call_content",
+    "record_dir",
 )
 
 
@@ -133,6 +135,9 @@ class EndpointConfig(BaseModel):
     """Tokens the model accepts (prompt + output); None = learned from the server where it says."""
     tool_call_content: ToolCallContent = "empty"
     """The `content` of assistant tool-call turns (`loopwarden doctor` says which one the endpoint needs)."""
+    record_dir: Path | None = None
+    """Record every exchange with the endpoint as cassettes here (`<tier>-<pid>.cassette.json`),
+    for `loopwarden eval-import`."""
 
     @property
     def any_model_name(self) -> bool:
@@ -155,10 +160,6 @@ class EndpointConfig(BaseModel):
         """A one-line, key-free description for messages and logs."""
         key = "key set" if self.api_key else "no key"
         return f"{self.base_url} (cheap={self.cheap_model}, main={self.main_model}, {key})"
-
-
-class ConfigError(ValueError):
-    """The configuration given cannot describe an endpoint; the message says what to fix."""
 
 
 def default_config_file(env: Mapping[str, str]) -> Path | None:

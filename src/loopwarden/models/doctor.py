@@ -39,6 +39,9 @@ PING_TOOL = {
     },
 }
 TOOL_PROMPT = "Call the report_number tool with number 7. Do not answer in text."
+TOOL_SYSTEM = "You are an assistant that uses the functions offered to you."
+"""Some servers' templates (llama-cpp-python's chatml-function-calling) describe the tools only
+inside a system message: without one the model never sees them."""
 TOOL_SERVER_HINT = (
     "the server may need tool calling switched on (vLLM: --enable-auto-tool-choice --tool-call-parser <name>; "
     "llama.cpp: --jinja; llama-cpp-python: --chat_format chatml-function-calling; Ollama: a model whose "
@@ -108,7 +111,7 @@ async def _listing(model: OpenAICompatModel) -> tuple[list[str] | None, Check]:
 def _model_check(tier: str, name: str, listed: list[str] | None, any_name: bool = False) -> Check:
     label = f"{tier} model"
     if any_name and listed is not None and name not in listed:
-        serves = ", ".join(listed[:3]) or "its loaded model"
+        serves = ", ".join(n.rsplit("/", 1)[-1] for n in listed[:3]) or "its loaded model"
         return Check(label, "ok", f"{name!r}: this server answers any model name with {serves}")
     if listed is None:
         return Check(label, "warn", f"{name!r}: cannot be checked against a list; the chat check below will tell")
@@ -130,7 +133,7 @@ async def _chat_checks(model: OpenAICompatModel, config: EndpointConfig) -> list
     except ModelError as error:
         return [Check("chat", "fail", error.message, _fix_for(error))]
     checks = [Check("chat", "ok", f"{model.name!r} answered ({plain.usage.total_tokens} tokens)")]
-    first = [{"role": "user", "content": TOOL_PROMPT}]
+    first = [{"role": "system", "content": TOOL_SYSTEM}, {"role": "user", "content": TOOL_PROMPT}]
     try:
         reply = await model.complete(_ask(first, tools=True))
     except ModelError as error:

@@ -25,7 +25,12 @@ _INVALID_REQUEST = re.compile(
     r"value is not a valid|none is not an allowed value",
     re.IGNORECASE,
 )
-_STRONG_INVALID = re.compile(r"validation errors?\b|'loc'\s*:|\"loc\"\s*:|Input should be|Field required", re.I)
+_STRONG_INVALID = re.compile(
+    r"validation errors?\b|'loc'\s*:|\"loc\"\s*:|Input should be|Field required"
+    r"|'dict object' has no attribute|UndefinedError|is undefined",  # a chat template that met a field it needs
+    re.I,
+)
+_TEMPLATE_FIELD = re.compile(r"'dict object' has no attribute '(?P<field>\w+)'|'(?P<undefined>\w+)' is undefined")
 _LOC = re.compile(r"""['"]loc['"]\s*:\s*[(\[](?P<parts>[^)\]]*)[)\]]""")
 _MSG = re.compile(r"""['"]msg['"]\s*:\s*['"](?P<msg>[^'"]*)['"]""")
 _WINDOW = re.compile(
@@ -73,21 +78,50 @@ def invalid_field(detail: str, param: str | None = None) -> str | None:
     `'loc': ('body', 'messages', 1, 'typed-dict', 'content')`, or an OpenAI-style `param`."""
     if param:
         return param
-    match = _LOC.search(detail)
-    if match is None:
-        return None
-    parts = [p.strip().strip("'\"") for p in match["parts"].split(",")]
-    path = ""
-    for part in parts:
-        if not part or part == "body" or _VALIDATOR_TAGS.match(part):
-            continue
-        path += f"[{part}]" if part.isdigit() else (f".{part}" if path else part)
-    return path or None
+    error = _telling_error(detail)
+    if error is not None:
+        return error[0]
+    template = _TEMPLATE_FIELD.search(detail)
+    if template is not None:
+        return f"{template['field'] or template['undefined']} (read by the server's chat template)"
+    return None
 
 
 def invalid_reason(detail: str) -> str | None:
+    error = _telling_error(detail)
+    if error is not None and error[1]:
+        return error[1]
     match = _MSG.search(detail)
     return match["msg"] if match else None
+
+
+def _telling_error(detail: str) -> tuple[str, str] | None:
+    """(field path, message) of the validation error that says what is wrong. A message that
+    fits none of a union's members (llama-cpp-python's message types) is reported once per
+    member: "role should be 'system'", "should be 'user'", ...; the telling one is the error
+    that is neither a role mismatch nor a field missing from another member."""
+    found: list[tuple[str, str, str, bool]] = []
+    for match in _LOC.finditer(detail):
+        parts = [p.strip().strip("'\"") for p in match["parts"].split(",")]
+        tagged = any(_VALIDATOR_TAGS.match(p) for p in parts if p)
+        path = ""
+        for part in parts:
+            if not part or part == "body" or _VALIDATOR_TAGS.match(part):
+                continue
+            path += f"[{part}]" if part.isdigit() else (f".{part}" if path else part)
+        around = detail[max(0, match.start() - 60) : match.end() + 200]
+        kind = re.search(r"""['"]type['"]\s*:\s*['"](\w+)['"]""", around)
+        message = _MSG.search(detail, match.end())
+        found.append((path, message["msg"] if message else "", kind.group(1) if kind else "", tagged))
+    if not found:
+        return None
+    telling = [
+        (path, msg)
+        for path, msg, kind, tagged in found
+        if path and not (tagged and (kind == "missing" or (kind == "literal_error" and path.endswith(".role"))))
+    ]
+    first = found[0]
+    return telling[0] if telling else (first[0], first[1])
 
 
 def context_window_in(detail: str) -> int | None:

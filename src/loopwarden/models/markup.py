@@ -45,7 +45,7 @@ FAMILIES: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "a functions.NAME: call (llama.cpp chatml-function-calling)",
-        re.compile(rf"{_LINE_START}functions\.[A-Za-z_][\w.\-]*[ \t]*:[ \t]*\n?[ \t]*\{{"),
+        re.compile(rf"{_LINE_START}functions?\.[A-Za-z_][\w.\-]*[ \t]*:[ \t]*\n?[ \t]*\{{"),
     ),
     ("a <function=NAME> call (Llama 3.1)", re.compile(r"<function\s*=\s*[\w.\-]+\s*>", re.IGNORECASE)),
     ("<|python_tag|> (Llama 3)", re.compile(r"<\|python_tag\|>", re.IGNORECASE)),
@@ -80,7 +80,7 @@ _LEGACY_CALL = re.compile(
 )
 _LEGACY_TAG = re.compile(rf"<{_BAR}tool[▁_ ][\w▁ ]+?{_BAR}>", re.IGNORECASE)
 _TAGGED = re.compile(r"<\s*tool_call\s*>(?P<body>.*?)(?:<\s*/\s*tool_call\s*>|\Z)", re.IGNORECASE | re.DOTALL)
-_FUNCTIONS_DOT = re.compile(rf"{_LINE_START}functions\.(?P<name>[A-Za-z_][\w.\-]*)[ \t]*:")
+_FUNCTIONS_DOT = re.compile(rf"{_LINE_START}functions?\.(?P<name>[A-Za-z_][\w.\-]*)[ \t]*:")
 _FUNCTION_EQ = re.compile(r"<function\s*=\s*(?P<name>[\w.\-]+)\s*>(?P<body>.*?)(?:</function>|\Z)", re.I | re.DOTALL)
 _FENCE = re.compile(r"^```(?:json)?\s*(?P<inner>.*?)\s*```$", re.DOTALL)
 

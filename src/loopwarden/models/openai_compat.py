@@ -17,8 +17,11 @@ Every attempt that reached the server counts in `ModelReply.attempts` / `ModelEr
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -350,5 +353,15 @@ def _as_dict(obj: Any) -> dict[str, Any]:
 
 
 def build_model(config: EndpointConfig, tier: Tier = "cheap", *, on_notice: NoteHandler | None = None) -> Model:
-    """The model of one tier (`cheap` for tool loops, `main` for drafting, `vision` for images)."""
-    return OpenAICompatModel(config, tier, on_notice=on_notice)
+    """The model of one tier (`cheap` for tool loops, `main` for drafting, `vision` for images).
+    With `config.record_dir` every exchange is recorded as a cassette there."""
+    model = OpenAICompatModel(config, tier, on_notice=on_notice)
+    if config.record_dir is None:
+        return model
+    from .cassette import RecordingModel
+
+    path = Path(config.record_dir) / f"{tier}-{os.getpid()}-{next(_RECORDINGS)}.cassette.json"
+    return RecordingModel(model, meta={"tier": tier, "base_url": config.base_url}, autosave=path)
+
+
+_RECORDINGS = itertools.count(1)

@@ -183,12 +183,12 @@ async def _with_progress(
 
 def live_line(event: Event) -> str | None:
     """One line for what the user should see as it happens (guard verdicts, gaps, errors)."""
-    if isinstance(event, GuardVerdict) and event.action != "allow":
+    if isinstance(event, GuardVerdict) and event.action != "allowed":
         return f"  guard  {event.detector}: {event.action} {event.tool or ''} — {event.reason}"
     if isinstance(event, ApprovalDecided):
         verdict = "approved" if event.approved else "denied"
         return f"  {verdict}  {event.tool} {event.call_id}" + (f" — {event.reason}" if event.reason else "")
-    if event.type == "model_error":
+    if event.type == "model_failed":
         data = event.model_dump()
         return f"  model error  {data.get('kind')}: {data.get('message')}"
     if event.type in LIVE_TYPES:

@@ -28,10 +28,16 @@ class CoverageTracker:
                 self._set(entry, "skipped", reason)
             return
         if outcome.mode == "table":
-            # The profile was computed from the whole table: all of it counts as read.
             entry.total_chars = outcome.total_chars
+            partial = [t for t in outcome.tables if not t.complete]
+            if partial:
+                # Only the part the statistics cover counts, and the ledger says which part.
+                entry.chars_read = outcome.read_bytes or outcome.chars
+                self._set(entry, "partial", "; ".join(f"statistics of {t.part}" for t in partial))
+                return
             entry.chars_read = outcome.total_chars or outcome.chars
-            self._set(entry, "read", "table profiled (shape, columns, statistics, first rows)")
+            rows = ", ".join(t.part for t in outcome.tables)
+            self._set(entry, "read", f"table profiled: {rows}" if rows else "table profiled")
             return
         spans = self._lines.setdefault(outcome.path, [])
         if (outcome.start, outcome.end) not in spans:

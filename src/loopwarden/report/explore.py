@@ -151,7 +151,7 @@ def fallback_record(ctx: ExplorationContext) -> ExplorationRecord:
         table = ctx.reader.table(path.split("#")[0])
         if table is not None and path in table.frames:
             frames[path] = table.frames[path]
-    findings = [f for path, frame in frames.items() for f in table_findings(path, frame)]
+    findings = [f for path, frame in frames.items() for f in table_findings(path, frame, ctx.tables.get(path))]
     findings += cross_table_findings(frames) + strongest_correlations(frames)
     read = ctx.coverage.ledger()
     title = next((t for text in ctx.texts.values() if (t := title_of(text))), None)

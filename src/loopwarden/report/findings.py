@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .readers.tables import correlations
+from .record import TableProfile
 
 
 def numeric_columns(frame: pd.DataFrame) -> list[str]:
@@ -32,23 +33,34 @@ def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
 
-def table_findings(path: str, frame: pd.DataFrame) -> list[str]:
+def table_findings(path: str, frame: pd.DataFrame, profile: TableProfile | None = None) -> list[str]:
+    """Findings of one table. Ranges and means come from `profile` (every row of the file, or
+    the part it names) when given; trends and peaks from `frame`, which may be the first rows."""
     columns = numeric_columns(frame)
-    found = [f"{path}: {len(frame)} rows; columns {', '.join(str(c) for c in frame.columns)}."]
+    rows = profile.rows if profile is not None else len(frame)
+    found = [f"{path}: {rows} rows; columns {', '.join(str(c) for c in frame.columns)}."]
+    if profile is not None and not profile.complete:
+        found[0] = f"{path}: statistics of {profile.part}; columns {', '.join(str(c) for c in frame.columns)}."
     if not columns:
         return found
     x = independent_column(frame)
+    over = f" over {profile.part}" if profile is not None and not profile.complete else ""
     for column in columns:
-        series = frame[column].dropna()
-        found.append(
-            f"{path}: {column} ranges from {_fmt(series.min())} to {_fmt(series.max())} (mean {_fmt(series.mean())})."
-        )
+        stats = profile.numeric_summary.get(column) if profile is not None else None
+        if stats and {"min", "max", "mean"} <= stats.keys():
+            lo, hi, mean = stats["min"], stats["max"], stats["mean"]
+        else:
+            series = frame[column].dropna()
+            lo, hi, mean = float(series.min()), float(series.max()), float(series.mean())
+        found.append(f"{path}: {column} ranges from {_fmt(lo)} to {_fmt(hi)} (mean {_fmt(mean)}){over}.")
     if x is None:
         return found
+    sample = profile is not None and (len(frame) < profile.rows or not profile.complete)
     for column in columns:
         if column == x:
             continue
-        found.extend(_against(path, frame, x, column))
+        for finding in _against(path, frame, x, column):
+            found.append(finding[:-1] + f" (in the first {len(frame)} rows)." if sample else finding)
     return found
 
 

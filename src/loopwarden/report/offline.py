@@ -187,7 +187,7 @@ class OfflineExplorer:
             f"To measure {', '.join(columns[:4])} and how they vary." if columns else "Not stated in the files."
         )
         findings = [f"Offline exploration by the {OFFLINE_LABEL}: findings computed directly from the data."]
-        findings += [f for path, frame in frames.items() for f in table_findings(path, frame)]
+        findings += [f for path, frame in frames.items() for f in table_findings(path, frame, ctx.tables.get(path))]
         findings += cross_table_findings(frames) + strongest_correlations(frames)
         # Sections are looked up per document, so one file's section never runs into the next file.
         requirements = [line for t in texts.values() for line in section(t, "assignment", "task", "requirement")]

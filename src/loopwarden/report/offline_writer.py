@@ -20,7 +20,7 @@ from .record import ExplorationRecord, FigureRecord, TableProfile
 from .scan import KINDS, ScanResult
 from .templates import Lang, SectionSpec, Template
 
-STAT_COLUMNS = ("count", "mean", "std", "min", "max")
+STAT_COLUMNS = ("count", "mean", "std", "min", "max", "missing")
 MAX_LISTED_FILES = 40
 
 TEXT: dict[str, dict[Lang, str]] = {
@@ -41,9 +41,9 @@ TEXT: dict[str, dict[Lang, str]] = {
     "reason": {"en": "Note", "zh": "说明"},
     "documents_cited": {"en": "Documents in the folder:", "zh": "文件夹中的文档："},
     "tables_profiled": {"en": "Data tables were profiled column by column:", "zh": "逐列分析了以下数据表："},
-    "rows_cols": {"en": "{rows} rows; columns: {cols}.", "zh": "{rows} 行；列：{cols}。"},
+    "rows_cols": {"en": "{rows}; columns: {cols}.", "zh": "{rows}；列：{cols}。"},
     "column": {"en": "Column", "zh": "列"},
-    "stats_caption": {"en": "Summary statistics of {path}", "zh": "{path} 的统计摘要"},
+    "stats_caption": {"en": "Summary statistics of {path} ({part})", "zh": "{path} 的统计摘要（{part}）"},
     "findings_intro": {"en": "The exploration recorded these findings:", "zh": "探索记录了以下发现："},
     "no_findings": {"en": "The exploration recorded no findings.", "zh": "探索未记录任何发现。"},
     "gaps_intro": {"en": "These requirements are not met by the material found:", "zh": "以下要求未被现有材料满足："},
@@ -194,11 +194,32 @@ def _methods(inp: WriterInput) -> str:
         parts.append(escape(t("tables_profiled", lang)))
         items = [
             f"\\texttt{{{escape(table.path)}}}: "
-            + escape(t("rows_cols", lang, rows=table.rows, cols=", ".join(table.columns)))
+            + escape(t("rows_cols", lang, rows=table.part or f"{table.rows} rows", cols=", ".join(table.columns)))
+            + escape(_how_read(table))
             for table in r.tables
         ]
         parts.append(_itemize(items, escaped=True))
     return "\n\n".join(parts)
+
+
+def _how_read(table: TableProfile) -> str:
+    """What the reader detected and decided, in words (empty for a plain table)."""
+    d = table.dialect
+    if not d:
+        return ""
+    parts = []
+    delimiter = {"\t": "tab", " ": "space"}.get(str(d.get("delimiter")), repr(d.get("delimiter")))
+    parts.append(f"delimiter {delimiter}, {d.get('encoding', '')}")
+    if not d.get("header", True):
+        parts.append("no header row (columns named column_1 ...)")
+    if d.get("skipped_lines"):
+        parts.append(f"{len(d['skipped_lines'])} line(s) above the table skipped")
+    if table.units:
+        parts.append("units: " + ", ".join(f"{c} [{u}]" for c, u in table.units.items()))
+    if d.get("decimal") == ",":
+        parts.append("decimal comma")
+    notes = [n for n in table.notes if "skipped" not in n]
+    return " Read as: " + "; ".join(parts) + "." + "".join(f" {n}." for n in notes[:3])
 
 
 def _results(inp: WriterInput) -> str:
@@ -318,7 +339,7 @@ def _stats_table(table: TableProfile, lang: Lang) -> str:
     for column, stats in table.numeric_summary.items():
         cells = [format_number(stats[s]) if s in stats else "--" for s in STAT_COLUMNS]
         rows.append([f"\\texttt{{{escape(column)}}}", *cells])
-    caption = escape(t("stats_caption", lang, path=table.path))
+    caption = escape(t("stats_caption", lang, path=table.path, part=table.part or f"{table.rows} rows"))
     return _longtable([t("column", lang), *STAT_COLUMNS], rows, "l" + "r" * len(STAT_COLUMNS), caption)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -20,9 +20,25 @@ class FigureRecord(BaseModel):
 class TableProfile(BaseModel):
     path: str
     rows: int
+    """Data rows profiled: all of them when `complete`, else the first `rows`."""
     columns: list[str]
     numeric_summary: dict[str, dict[str, float]] = Field(default_factory=dict)
-    """column -> {count, mean, std, min, max, ...}."""
+    """column -> {count, mean, std, min, max, missing, ...}, over `part` of the table."""
+    text_summary: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """text column -> {count, missing, distinct}."""
+    complete: bool = True
+    """True when the statistics cover every row of the file."""
+    part: str = ""
+    """Which part of the table the statistics cover, in words ("all 6500000 rows")."""
+    sample_rows: int = 0
+    """Rows held in memory for first rows, correlations and figures (the first ones)."""
+    engine: str = ""
+    """What computed the statistics: duckdb (out of core) or pandas."""
+    dialect: dict[str, Any] = Field(default_factory=dict)
+    """What was detected: delimiter, encoding, header, skipped lines, units, decimal."""
+    units: dict[str, str] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+    """What the reader had to decide (skipped metadata, generated names, non-numeric cells)."""
 
 
 class CoverageEntry(BaseModel):

@@ -31,7 +31,8 @@ class StageTally:
     began: float = 0.0
 
     def add(self, event: Event) -> None:
-        data: dict[str, Any] = event.model_dump() if event.type in ("milestone", "model_error", "tool_call") else {}
+        wanted = ("milestone", "model_failed", "tool_call_proposed")
+        data: dict[str, Any] = event.model_dump() if event.type in wanted else {}
         if event.type == "milestone":
             stage = str(data["stage"])
             if data["state"] == "started":
@@ -42,13 +43,13 @@ class StageTally:
                 self.current = None
             return
         figures = self.stages.setdefault(self.current or "other", StageFigures())
-        if event.type == "model_call":
+        if event.type == "model_called":
             figures.model_calls += int(getattr(event, "attempts", 1))
-        elif event.type == "model_error":
+        elif event.type == "model_failed":
             figures.errors += 1
             figures.model_calls += int(data.get("attempts") or 0)
             figures.error_kinds.append(str(data.get("kind")))
-        elif event.type == "tool_call" and data.get("repaired"):
+        elif event.type == "tool_call_proposed" and data.get("repaired"):
             figures.repaired_arguments += 1
 
     def rows(self) -> list[tuple[str, str]]:

@@ -45,9 +45,17 @@ class Login(BaseModel):
 def create_app(
     settings: ServerSettings, job: Job | None = None, *, config_builder: ConfigBuilder = build_job_config
 ) -> FastAPI:
-    store = RunStore(settings.db_path)
-    store.mark_interrupted_on_start()
-    runner = Runner(store, job if job is not None else report_job(), settings)
+    runner: Runner
+    if settings.durable:  # runs resume after a crash (durable/, the `durable` extra, loaded only here)
+        from ..durable.database import Database
+        from ..durable.service import durable_runner
+
+        database = Database.resolve(settings.db_path.parent, settings.database_url)
+        store, runner = durable_runner(settings, job if job is not None else report_job(), database)
+    else:
+        store = RunStore(settings.db_path)
+        store.mark_interrupted_on_start()
+        runner = Runner(store, job if job is not None else report_job(), settings)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -26,6 +26,14 @@ def register(app: typer.Typer) -> None:
         concurrency: Annotated[int, typer.Option(min=1, help="Runs executing at once.")] = 2,
         queue: Annotated[int, typer.Option(min=0, help="Runs waiting beyond those; more get 429.")] = 16,
         job: Annotated[str | None, typer.Option(help="module:function to run instead of the report pipeline.")] = None,
+        durable: Annotated[
+            bool | None,
+            typer.Option(
+                "--durable/--no-durable",
+                help="Runs resume after a crash or restart (DBOS; the durable extra). "
+                "On by default when LOOPWARDEN_DATABASE_URL is set: then `loopwarden worker` processes run them.",
+            ),
+        ] = None,
     ) -> None:
         """Serve report runs over HTTP: API, live events (SSE) and a web page."""
         import uvicorn
@@ -44,6 +52,8 @@ def register(app: typer.Typer) -> None:
             max_concurrency=concurrency,
             max_queue=queue,
             token=token,
+            durable=bool(os.environ.get("LOOPWARDEN_DATABASE_URL")) if durable is None else durable,
+            database_url=os.environ.get("LOOPWARDEN_DATABASE_URL") or None,
         )
         try:
             check_binding(settings)
@@ -54,8 +64,15 @@ def register(app: typer.Typer) -> None:
         if lock is None:
             typer.echo(f"error: another loopwarden server is using {state_dir}", err=True)
             raise typer.Exit(2)
-        application = create_app(settings, load_job(job) if job else None)
-        typer.echo(f"loopwarden: serving on http://{host}:{port}/ (runs in {state_dir})", err=True)
+        try:
+            application = create_app(settings, load_job(job) if job else None)
+        except Exception as error:
+            if type(error).__name__ != "DatabaseError":  # durable/database.py: already one clear line
+                raise
+            typer.echo(f"error: {error}", err=True)
+            raise typer.Exit(2) from None
+        mode = " (durable)" if settings.durable else ""
+        typer.echo(f"loopwarden: serving on http://{host}:{port}/ (runs in {state_dir}){mode}", err=True)
         uvicorn.run(application, host=host, port=port, log_level="warning")
 
 

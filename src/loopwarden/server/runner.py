@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ..approval import ApprovalGate
+from ..errors import LoopwardenError
 from ..events import ApprovalDecided, Event, EventStamper, Totals
 from ..report.events import ReportFinished
 from ..trace.store import FINAL_STATUSES, RunStatus, RunStore
@@ -28,7 +29,7 @@ _REPORT_STATUSES: dict[str, RunStatus] = {
 }
 
 
-class QueueFull(Exception):
+class QueueFull(LoopwardenError):
     def __init__(self, retry_after: int) -> None:
         super().__init__("too many runs are queued; retry later")
         self.retry_after = retry_after
@@ -196,14 +197,7 @@ class Runner:
         self.signals.notify(run_id)
 
     def _finish(self, run_id: str, status: RunStatus, message: str, stop_reasons: list[str]) -> None:
-        run = self.store.get_run(run_id)
-        if run.status in FINAL_STATUSES:
-            return
-        stamp = EventStamper(run_id, run.last_seq)
-        report_status = "cancelled" if status == "cancelled" else "failed"
-        event = stamp(ReportFinished, status=report_status, stop_reasons=stop_reasons, totals=Totals(), message=message)
-        self.record(run_id, event)
-        self.store.set_status(run_id, status, message=message, stop_reasons=stop_reasons)
+        end_run(self.store, run_id, status, message, stop_reasons)
         self.signals.notify(run_id)
 
     # -- approvals --------------------------------------------------------------------------
@@ -237,6 +231,18 @@ class Runner:
         if run.status == "paused" and not self.store.approvals(run_id, status="pending"):
             self.store.set_status(run_id, "running")
         self.signals.notify(run_id)
+
+
+def end_run(store: RunStore, run_id: str, status: RunStatus, message: str, stop_reasons: list[str]) -> None:
+    """End a run that has no terminal event yet with one (a crashed job, a cancelled run)."""
+    run = store.get_run(run_id)
+    if run.status in FINAL_STATUSES:
+        return
+    stamp = EventStamper(run_id, run.last_seq)
+    report_status = "cancelled" if status == "cancelled" else "failed"
+    event = stamp(ReportFinished, status=report_status, stop_reasons=stop_reasons, totals=Totals(), message=message)
+    store.append_event(run_id, event)
+    store.set_status(run_id, status, message=message, stop_reasons=stop_reasons)
 
 
 def _accepts_approvals(job: Job) -> bool:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, SecretStr
 
+from ..errors import LoopwardenError
+
 TOKEN_ENV = "LOOPWARDEN_TOKEN"
 
 
@@ -35,6 +37,11 @@ class ServerSettings(BaseModel):
     token: SecretStr | None = None
     heartbeat_s: float = 15.0
     uploads: UploadLimits = Field(default_factory=UploadLimits)
+    durable: bool = False
+    """Runs are DBOS workflows (loopwarden.durable): they resume after a crash or restart."""
+    database_url: str | None = None
+    """With `durable`: a postgresql:// URL shared with `loopwarden worker` processes; None = SQLite
+    files in the state folder (LOOPWARDEN_DATABASE_URL when not given)."""
     default_template: str = "lab"
     default_lang: str = "en"
 
@@ -51,7 +58,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class InsecureBinding(ValueError):
+class InsecureBinding(LoopwardenError, ValueError):
     pass
 
 

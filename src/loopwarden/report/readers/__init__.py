@@ -15,6 +15,7 @@ from ..paths import PathGuard
 from ..record import TableProfile
 from ..scan import IMAGE_EXTS, extension
 from .documents import CONVERTERS
+from .profile import NotATable
 from .tables import TableRead, read_delimited, read_excel
 from .text import MAX_CHARS, LineIndex, Segment, clip_lines, closing_line, file_head, looks_binary, read_indexed
 
@@ -38,6 +39,8 @@ class ReadOutcome:
     complete: bool = True
     """True when nothing of the file is left unseen after this read."""
     tables: list[TableProfile] = field(default_factory=list)
+    read_bytes: int | None = None
+    """For a table profiled only in part: how many bytes its statistics cover."""
 
 
 _Key = tuple[str, int, int]
@@ -76,10 +79,11 @@ class FileReader:
             if ext in TABLE_EXTS and offset == 0 and limit is None:
                 try:
                     return self._table(f, key, ext)
-                except Exception as error:  # ragged rows, odd encodings: show the lines instead
+                except Exception as error:  # not a table after all: show the lines (or say binary)
                     if ext.startswith("xls"):
                         raise
-                    note = f"[{rel} could not be profiled as a table ({type(error).__name__}); shown as text]\n"
+                    why = str(error) if isinstance(error, NotATable) else type(error).__name__
+                    note = f"[{rel} could not be profiled as a table ({why}); shown as text]\n"
                     f.seek(0)
             if ext in CONVERTERS:
                 return self._document(f, key, ext, offset, limit)
@@ -132,15 +136,18 @@ class FileReader:
     def _table(self, f: BufferedReader, key: _Key, ext: str) -> ReadOutcome:
         table = self._tables.get(key)
         if table is None:
-            table = read_excel(f, key[0]) if ext.startswith("xls") else read_delimited(f, key[0], ext)
+            xls = ext.startswith("xls")
+            table = read_excel(f, key[0]) if xls else read_delimited(f, key[0], ext, size=key[1])
             self._tables[key] = table
         segment = clip_lines(table.text.splitlines(keepends=True), 0, len(table.text.splitlines()))
         text = segment.text
         if segment.clipped:
             text += "\n[profile truncated; read raw rows with read_file(path, offset=..., limit=...)]"
+        complete = all(p.complete for p in table.profiles)
         return ReadOutcome(
-            key[0], text, "table", chars=len(text), total_chars=key[1], complete=True, tables=table.profiles
-        )
+            key[0], text, "table", chars=len(text), total_chars=key[1], complete=complete,
+            tables=table.profiles, read_bytes=table.read_bytes,
+        )  # fmt: skip
 
 
 _MAGIC = {

@@ -1,12 +1,14 @@
-"""Profiling tables (CSV/TSV/XLSX): shape, columns, per-column statistics, first rows.
+"""Profiling tables (CSV/TSV/XLSX): what was detected, shape, columns, statistics, first rows.
 
-A table is read through pandas from an already opened descriptor (the path guard's), and the
-profile is what the model reads instead of raw rows: a 10,000-row CSV becomes a page of text.
+A delimited file is read as its dialect says (`dialect.detect`: delimiter, encoding, lines above
+the table, header or generated names, units row, decimal comma); the statistics cover every row
+of the file (`profile.profile_whole`, out of core), and the first `SAMPLE_ROWS` rows are kept as a
+frame for the first rows, correlations, findings and figures. The profile says which part each
+number comes from. The model reads this profile instead of raw rows.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from dataclasses import dataclass, field
@@ -15,11 +17,13 @@ from typing import Any, BinaryIO
 import pandas as pd
 
 from ..record import TableProfile
+from .dialect import Dialect, detect
+from .profile import PROFILE_SECONDS, ColumnStats, NotATable, WholeProfile, profile_whole, text_stream
 
-MAX_ROWS = 200_000
-"""Rows profiled per table; a note says when a table was longer."""
+SAMPLE_ROWS = 200_000
+"""Rows kept in memory per table (first rows, correlations, figures); statistics use them all."""
+HEAD_BYTES = 256 * 1024
 MAX_XLSX_BYTES = 50 << 20
-DELIMITERS = ",;\t|"
 
 
 @dataclass
@@ -28,33 +32,52 @@ class TableRead:
     text: str
     comments: list[str] = field(default_factory=list)
     frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """The first SAMPLE_ROWS rows of each table (all of it when it is shorter)."""
+    read_bytes: int | None = None
+    """Bytes the statistics cover, when they stopped before the end of the file."""
 
 
-def read_delimited(f: BinaryIO, rel: str, ext: str) -> TableRead:
-    head = f.read(64 * 1024).decode("utf-8", errors="replace")
-    f.seek(0)
-    lines = head.splitlines()
-    comments = []
-    for line in lines:
-        if not line.startswith("#"):
-            break
-        comments.append(line.lstrip("#").strip())
-    sample = "\n".join(lines[len(comments) : len(comments) + 20])
-    sep = "\t" if ext == "tsv" else _sniff(sample)
+def read_delimited(f: BinaryIO, rel: str, ext: str, *, size: int, seconds: float = PROFILE_SECONDS) -> TableRead:
+    head = f.read(HEAD_BYTES)
+    if b"\x00" in head[:8192]:
+        raise NotATable("NUL bytes in the first block: a binary file, not a table")
+    if len(head) == HEAD_BYTES and b"\n" not in head and b"\r" not in head:
+        raise NotATable(f"no line break in the first {HEAD_BYTES >> 10} KB: not a table")
+    dialect = detect(head, complete=len(head) < HEAD_BYTES)
+    if ext == "tsv" and dialect.delimiter != "\t":
+        dialect.notes.append(f"a .tsv file delimited by {dialect.delimiter!r}, not tabs")
+    frame = _sample_frame(f, dialect)
+    numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
+    whole = profile_whole(f, dialect, numeric, size=size, seconds=seconds)
+    profile = _profile(rel, frame, whole, dialect, size)
+    comments = [line.lstrip("#%/ ").strip() for line in dialect.preamble if line.lstrip().startswith(("#", "%", "//"))]
+    text = describe(rel, frame, profile, comments=comments, note=dialect.describe())
+    return TableRead(profiles=[profile], text=text, comments=comments, frames={rel: frame}, read_bytes=whole.bytes_read)
+
+
+def _sample_frame(f: BinaryIO, dialect: Dialect) -> pd.DataFrame:
+    stream, _ = text_stream(f, dialect)
     frame = pd.read_csv(
-        f, sep=sep, skiprows=len(comments), nrows=MAX_ROWS, encoding_errors="replace", skipinitialspace=True
+        stream,
+        sep=dialect.delimiter,
+        quotechar=dialect.quotechar,
+        decimal=dialect.decimal,
+        header=None,
+        names=dialect.columns,
+        index_col=False,
+        skipinitialspace=dialect.delimiter == " ",
+        on_bad_lines="skip",
+        nrows=SAMPLE_ROWS,
+        engine="c",
     )
-    frame.columns = [str(c).strip() for c in frame.columns]
-    profile = profile_frame(rel, frame)
-    text = describe(rel, frame, profile, comments=comments, note=f"delimiter {sep!r}")
-    return TableRead(profiles=[profile], text=text, comments=comments, frames={rel: frame})
+    return frame
 
 
 def read_excel(f: BinaryIO, rel: str) -> TableRead:
     data = f.read(MAX_XLSX_BYTES + 1)
     if len(data) > MAX_XLSX_BYTES:
         raise ValueError(f"workbook larger than {MAX_XLSX_BYTES >> 20} MB; not profiled")
-    sheets: dict[str, pd.DataFrame] = pd.read_excel(io.BytesIO(data), sheet_name=None, nrows=MAX_ROWS)
+    sheets: dict[str, pd.DataFrame] = pd.read_excel(io.BytesIO(data), sheet_name=None, nrows=SAMPLE_ROWS)
     profiles, texts, frames = [], [], {}
     for name, frame in sheets.items():
         frame.columns = [str(c).strip() for c in frame.columns]
@@ -66,13 +89,6 @@ def read_excel(f: BinaryIO, rel: str) -> TableRead:
     return TableRead(profiles=profiles, text="\n\n".join(texts), frames=frames)
 
 
-def _sniff(sample: str) -> str:
-    try:
-        return csv.Sniffer().sniff(sample, delimiters=DELIMITERS).delimiter
-    except csv.Error:
-        return ","
-
-
 def _finite(value: Any) -> float | None:
     try:
         number = float(value)
@@ -81,23 +97,79 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def profile_frame(path: str, frame: pd.DataFrame) -> TableProfile:
-    summary: dict[str, dict[str, float]] = {}
-    for column in frame.select_dtypes("number").columns:
-        series = frame[column].dropna()
-        if series.empty:
+def _summary(stats: dict[str, ColumnStats]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for column, s in stats.items():
+        if not s.numeric or s.count == 0:
             continue
-        stats = {
-            "count": float(series.count()),
-            "mean": series.mean(),
-            "std": series.std() if len(series) > 1 else 0.0,
-            "min": series.min(),
-            "max": series.max(),
-            "argmax_row": float(series.idxmax()) if isinstance(series.idxmax(), int) else float("nan"),
-        }
-        clean = {k: f for k, v in stats.items() if (f := _finite(v)) is not None}
-        summary[str(column)] = clean
-    return TableProfile(path=path, rows=len(frame), columns=[str(c) for c in frame.columns], numeric_summary=summary)
+        values = {"count": s.count, "mean": s.mean, "std": s.std, "min": s.min, "max": s.max, "missing": s.missing}
+        if s.non_numeric:
+            values["non_numeric"] = s.non_numeric
+        out[column] = {k: f for k, v in values.items() if (f := _finite(v)) is not None}
+    return out
+
+
+def _profile(rel: str, frame: pd.DataFrame, whole: WholeProfile, dialect: Dialect, size: int) -> TableProfile:
+    notes = list(dialect.notes) + whole.notes
+    for column, s in whole.columns.items():
+        if s.non_numeric:
+            notes.append(f"{column}: {s.non_numeric} cell(s) are not numbers; left out of its statistics")
+    if whole.complete:
+        part = f"all {whole.rows} rows"
+    else:
+        share = f" ({100 * whole.bytes_read / max(size, 1):.0f}% of the file's bytes)" if whole.bytes_read else ""
+        part = f"the first {whole.rows} rows{share}"
+    return TableProfile(
+        path=rel,
+        rows=whole.rows,
+        columns=list(dialect.columns),
+        numeric_summary=_summary(whole.columns),
+        text_summary={
+            c: {"count": s.count, "missing": s.missing, "distinct": s.distinct or 0}
+            for c, s in whole.columns.items()
+            if not s.numeric
+        },
+        complete=whole.complete,
+        part=part,
+        sample_rows=len(frame),
+        engine=whole.engine,
+        dialect=dialect.as_dict(),
+        units=dict(dialect.units),
+        notes=notes,
+    )
+
+
+def profile_frame(path: str, frame: pd.DataFrame) -> TableProfile:
+    """A profile of a frame held whole (a spreadsheet sheet)."""
+    stats: dict[str, ColumnStats] = {}
+    for column in frame.columns:
+        series = frame[column]
+        numeric = pd.api.types.is_numeric_dtype(series)
+        s = ColumnStats(numeric, missing=int(series.isna().sum()))
+        values = series.dropna()
+        if numeric and len(values):
+            mean = float(values.mean())
+            s.merge(len(values), mean, float(((values - mean) ** 2).sum()), float(values.min()), float(values.max()))
+        elif not numeric:
+            s.count, s.distinct = len(values), int(values.nunique())
+        stats[str(column)] = s
+    whole = WholeProfile(rows=len(frame), columns=stats, complete=len(frame) < SAMPLE_ROWS, engine="pandas")
+    profile = TableProfile(
+        path=path,
+        rows=len(frame),
+        columns=[str(c) for c in frame.columns],
+        numeric_summary=_summary(stats),
+        text_summary={
+            c: {"count": s.count, "missing": s.missing, "distinct": s.distinct or 0}
+            for c, s in stats.items()
+            if not s.numeric
+        },
+        complete=whole.complete,
+        part=f"all {len(frame)} rows" if whole.complete else f"the first {len(frame)} rows",
+        sample_rows=len(frame),
+        engine="pandas",
+    )
+    return profile
 
 
 def correlations(frame: pd.DataFrame, top: int = 5) -> list[tuple[str, str, float]]:
@@ -121,22 +193,31 @@ def describe(
     path: str, frame: pd.DataFrame, profile: TableProfile, *, comments: list[str] | None = None, note: str = ""
 ) -> str:
     lines = [f"Table {path}: {profile.rows} rows x {len(profile.columns)} columns ({note})"]
-    if profile.rows >= MAX_ROWS:
-        lines.append(f"(only the first {MAX_ROWS} rows were profiled)")
+    lines.append(
+        f"Statistics are of {profile.part}" + (f" (read with {profile.engine})" if profile.engine else "") + "."
+    )
+    if profile.sample_rows < profile.rows:
+        lines.append(f"First rows, correlations and figures use the first {profile.sample_rows} rows.")
     if comments:
         lines.append("Header comments: " + " | ".join(comments))
+    for extra in profile.notes:
+        lines.append(f"Note: {extra}")
+    if profile.units:
+        lines.append("Units: " + ", ".join(f"{c} [{u}]" for c, u in profile.units.items()))
     lines.append("Columns:")
-    for column in frame.columns:
-        stats = profile.numeric_summary.get(str(column))
-        missing = int(frame[column].isna().sum())
+    for column in profile.columns:
+        stats = profile.numeric_summary.get(column)
         if stats:
-            parts = ", ".join(f"{k} {v:.6g}" for k, v in stats.items() if k != "argmax_row")
-            lines.append(f"- {column} ({frame[column].dtype}): {parts}; {missing} missing")
+            parts = ", ".join(f"{k} {v:.6g}" for k, v in stats.items())
+            lines.append(f"- {column} (number): {parts}")
+            continue
+        text = profile.text_summary.get(column)
+        top = frame[column].mode() if column in frame.columns else pd.Series(dtype=object)
+        top_text = f", most common in the first rows {str(top.iloc[0])!r}" if not top.empty else ""
+        if text:
+            lines.append(f"- {column} (text): {text['distinct']} distinct{top_text}; {text['missing']} missing")
         else:
-            distinct = frame[column].nunique()
-            top = frame[column].mode()
-            top_text = f", most common {str(top.iloc[0])!r}" if not top.empty else ""
-            lines.append(f"- {column} ({frame[column].dtype}): {distinct} distinct{top_text}; {missing} missing")
+            lines.append(f"- {column}: no values")
     pairs = correlations(frame)
     if pairs:
         lines.append("Strongest correlations: " + "; ".join(f"{a}~{b} r={r:+.3f}" for a, b, r in pairs))

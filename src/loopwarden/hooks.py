@@ -1,0 +1,17 @@
+"""Run hooks: how an integration (durable execution, durable/) adapts a run as it is built,
+without the loop knowing about it. Unset, a run pays one context-variable read when it starts
+and nothing per step."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .loop import Run
+
+RunHook = Callable[["Run"], None]
+
+run_hook: ContextVar[RunHook | None] = ContextVar("loopwarden_run_hook", default=None)
+"""Called with each `Run` at the end of its construction, in the context that builds it."""

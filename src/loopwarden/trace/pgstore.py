@@ -1,0 +1,141 @@
+"""The run store on Postgres: the same tables, queries and migrations as the SQLite store
+(store.py), for runs shared by several processes or machines (`LOOPWARDEN_DATABASE_URL`).
+
+How the SQLite semantics carry over: writers serialise on one transaction-scoped advisory lock,
+as SQLite writers do under `BEGIN IMMEDIATE`, so "read last_seq, insert last_seq + 1" stays
+gap- and duplicate-free across processes; `REAL` columns become `DOUBLE PRECISION` (Postgres's
+`REAL` is four bytes, too coarse for timestamps); each committed event is announced with
+`NOTIFY loopwarden_events, '<run id>'` so API processes wake their SSE streams without polling.
+Needs `psycopg` (the `durable` extra), imported when a store is opened.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ..events import Event
+from .migrations import MIGRATIONS, Migration
+from .records import StoredEvent
+from .store import RunStore
+
+EVENTS_CHANNEL = "loopwarden_events"
+WRITE_LOCK = 0x6C77_7374  # one advisory lock for all writers of the store ("lwst")
+_PLACEHOLDER = re.compile(r"\?")
+
+
+class _Row(dict[str, Any]):
+    """A row readable by name (`row["seq"]`, `dict(row)`) and by position (`row[0]`), like sqlite3.Row."""
+
+    def __init__(self, names: Sequence[str], values: Sequence[Any]) -> None:
+        super().__init__(zip(names, values, strict=True))
+        self._values = tuple(values)
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, int):
+            return self._values[key]
+        return super().__getitem__(key)
+
+
+class _Cursor:
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+        self.rowcount: int = cursor.rowcount
+
+    def _row(self, values: Sequence[Any] | None) -> _Row | None:
+        if values is None:
+            return None
+        return _Row([c.name for c in self._cursor.description], values)
+
+    def fetchone(self) -> _Row | None:
+        return self._row(self._cursor.fetchone()) if self._cursor.description else None
+
+    def fetchall(self) -> list[_Row]:
+        if not self._cursor.description:
+            return []
+        names = [c.name for c in self._cursor.description]
+        return [_Row(names, values) for values in self._cursor.fetchall()]
+
+
+class _Connection:
+    """The slice of the sqlite3 connection API the store uses, over one psycopg connection."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Cursor:
+        if sql == "BEGIN IMMEDIATE":
+            self.conn.execute("BEGIN")
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            return _Cursor(self.conn.execute("SELECT 1 WHERE false"))
+        return _Cursor(self.conn.execute(_PLACEHOLDER.sub("%s", sql), tuple(params)))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def postgres_migrations(migrations: Sequence[Migration]) -> list[Migration]:
+    """The SQLite migrations in Postgres's dialect (the statements are otherwise portable)."""
+    out = []
+    for m in migrations:
+        sql = re.sub(r"\bREAL\b", "DOUBLE PRECISION", m.sql)
+        sql = re.sub(r"\)\s*WITHOUT ROWID", ")", sql)
+        out.append(m._replace(sql=sql))
+    return out
+
+
+class PostgresRunStore(RunStore):
+    """`RunStore` on a Postgres database given by URL (postgresql://user@host:port/db)."""
+
+    def __init__(self, url: str, *, migrations: Sequence[Migration] = MIGRATIONS) -> None:
+        import psycopg
+
+        self.url = url
+        self._psycopg = psycopg
+        self._local = threading.local()
+        self._connections: list[Any] = []
+        self._lock = threading.Lock()
+        self.migrate(postgres_migrations(migrations))
+
+    def _connection(self) -> Any:
+        conn: _Connection | None = getattr(self._local, "conn", None)
+        if conn is None or conn.conn.closed:
+            conn = _Connection(self._psycopg.connect(self.url, autocommit=True, connect_timeout=10))
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.conn.execute("ROLLBACK")
+            raise
+        conn.conn.execute("COMMIT")
+
+    def migrate(self, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+        with self._write() as tx:  # the first start of several processes at once: one creates the table
+            tx.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations"
+                " (version INTEGER PRIMARY KEY, name TEXT, applied_at DOUBLE PRECISION)"
+            )
+        return super().migrate(migrations)
+
+    def append_event(self, run_id: str, event: Event) -> int:
+        seq = super().append_event(run_id, event)
+        self._connection().conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, run_id))
+        return seq
+
+    def event_rows(self, run_id: str, after_seq: int = 0, *, limit: int | None = None) -> list[StoredEvent]:
+        rows = self._connection().execute(
+            "SELECT run_id, seq, type, ts, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (run_id, after_seq, limit),  # LIMIT NULL: no limit (SQLite spells it -1)
+        )
+        return [StoredEvent(**dict(row)) for row in rows.fetchall()]
