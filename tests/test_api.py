@@ -82,3 +82,29 @@ def test_errors_keep_their_old_homes_and_builtin_bases() -> None:
         Agent(ScriptedModel(["x"]), [], config=loopwarden.LoopConfig(disabled_detectors=frozenset({"nope"}))).run_sync(
             "x"
         )
+
+
+def test_a_model_request_says_nothing_it_does_not_mean() -> None:
+    from loopwarden.models.base import ModelRequest
+
+    assert "tier" not in ModelRequest.model_fields  # the model object is the tier (build_model(config, "main"))
+    request = ModelRequest(messages=[], on_text=print)
+    assert "on_text" not in request.model_dump() and "on_text" not in request.model_dump_json()
+
+
+def test_a_cap_on_tool_rounds_has_one_name_everywhere() -> None:
+    from dataclasses import fields as dataclass_fields
+
+    from loopwarden import Budgets, Fallback, Intent
+    from loopwarden.events import IntentRouted, Totals
+    from loopwarden.guard.budget import HARD_BUDGET_REASONS
+
+    for cls in (Budgets, Intent, Fallback):
+        names = {f.name for f in dataclass_fields(cls)}
+        assert "max_tool_rounds" in names and not {n for n in names if "step" in n}, cls
+    assert "max_tool_rounds" in IntentRouted.model_fields and "tool_rounds" in Totals.model_fields
+    assert Budgets(max_tool_rounds=2).exhausted(Totals(tool_rounds=2), 0.0) == (
+        "tool_round_budget",
+        "budget exhausted: 2 of 2 tool rounds used",
+    )
+    assert "tool_round_budget" not in HARD_BUDGET_REASONS  # a wrap-up answer is still asked for

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Literal, get_args
 
 import pytest
@@ -43,40 +42,18 @@ def test_verdict_names_are_all_past_participles() -> None:
     assert all(re.fullmatch(r"[a-z]+ed", action) for action in get_args(VerdictAction))
 
 
-@pytest.fixture
-def production_stamper() -> Iterator[EventStamper]:
-    was, EventStamper.validate = EventStamper.validate, False
-    yield EventStamper("r")
-    EventStamper.validate = was
-
-
-def test_a_misspelt_field_is_refused_when_stamped_and_when_built(production_stamper: EventStamper) -> None:
-    stamp = production_stamper
-    with pytest.raises(TypeError, match="cahced"):
-        stamp(ToolCallFinished, turn=1, call_id="c", tool="t", ok=True, cahced=True)
-    with pytest.raises(TypeError, match="missing fields \\['ok'\\]"):
-        stamp(ToolCallFinished, turn=1, call_id="c", tool="t")
-    EventStamper.validate = True
+def test_a_misspelt_or_missing_field_is_refused_when_stamped_built_or_read() -> None:
+    stamp = EventStamper("r")
     with pytest.raises(ValidationError, match="cahced"):
         stamp(ToolCallFinished, turn=1, call_id="c", tool="t", ok=True, cahced=True)
+    with pytest.raises(ValidationError, match="ok"):
+        stamp(ToolCallFinished, turn=1, call_id="c", tool="t")
     with pytest.raises(ValidationError, match="cahced"):
         ToolCallFinished(run_id="r", seq=1, ts=0.0, turn=1, call_id="c", tool="t", ok=True, cahced=True)  # type: ignore[call-arg]
     with pytest.raises(ValidationError, match="cahced"):
         parse_event({"type": "tool_call_finished", "run_id": "r", "seq": 1, "ts": 0.0, "turn": 1, "call_id": "c",
                      "tool": "t", "ok": True, "cahced": True})  # fmt: skip
-
-
-def test_the_validating_stamper_builds_the_same_event() -> None:
-    fields = {"turn": 2, "call_id": "c", "tool": "t", "ok": True, "cached": True, "duration_ms": 3}
-    was = EventStamper.validate
-    try:
-        EventStamper.validate = False
-        fast = EventStamper("r")(ToolCallFinished, **fields)
-        EventStamper.validate = True
-        checked = EventStamper("r")(ToolCallFinished, **fields)
-    finally:
-        EventStamper.validate = was
-    assert fast.cached and json.loads(fast.to_json()) == json.loads(checked.to_json()) | {"ts": fast.ts}
+    assert stamp(ToolCallFinished, turn=1, call_id="c", tool="t", ok=True, cached=True).cached
 
 
 @tool
@@ -89,13 +66,8 @@ def _loops(request: ModelRequest) -> ModelReply:
     return call("read", {"path": "a"})
 
 
-@pytest.mark.parametrize("validate", [False, True], ids=["built", "validated"])
-def test_every_event_of_a_run_is_a_runtime_event_and_parses_back_to_its_class(validate: bool) -> None:
-    was, EventStamper.validate = EventStamper.validate, validate
-    try:
-        result = Agent(FunctionModel(_loops), [read]).run_sync("x")
-    finally:
-        EventStamper.validate = was
+def test_every_event_of_a_run_is_a_runtime_event_and_parses_back_to_its_class() -> None:
+    result = Agent(FunctionModel(_loops), [read]).run_sync("x")
     adapter: TypeAdapter[Event] = TypeAdapter(RuntimeEvent)
     kinds = set()
     for event in result.events:

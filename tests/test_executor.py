@@ -13,8 +13,6 @@ from typing import Any, ClassVar
 
 import httpx
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from loopwarden import Agent, LoopConfig, RetryPolicy, ScriptedModel, ToolResult, call, tool
 from loopwarden.events import ToolCallFinished
@@ -36,7 +34,7 @@ class Sleeps:
 
 def executor(**kwargs: Any) -> tuple[Executor, Sleeps]:
     sleeps = Sleeps()
-    kwargs.setdefault("retry", RetryPolicy(max_attempts=3, base_delay=0.5, max_delay=4.0, jitter=0.5))
+    kwargs.setdefault("retry", RetryPolicy(max_attempts=3, base_delay=0.5, max_delay=4.0))
     return Executor(sleep=sleeps, rng=random.Random(7), **kwargs), sleeps
 
 
@@ -100,7 +98,7 @@ async def test_http_503_twice_then_200_succeeds_within_one_call(server: tuple[st
     assert execution.result.ok and execution.result.data == {"temperature": 11}
     assert execution.attempts == 3 and len(handler.hits) == 3
     assert len(sleeps.delays) == 2
-    assert 0.25 <= sleeps.delays[0] <= 0.5 and 0.5 <= sleeps.delays[1] <= 1.0  # backoff doubles, with jitter
+    assert 0 <= sleeps.delays[0] <= 0.5 and 0 <= sleeps.delays[1] <= 1.0  # backoff doubles, full jitter under it
 
 
 async def test_http_429_honours_retry_after_within_the_cap(server: tuple[str, type[Scripted]]) -> None:
@@ -215,21 +213,6 @@ async def test_max_elapsed_caps_the_retries() -> None:
     # Delays of ~1, ~2 fit in 3.5 s; the next (~4) would not, so no further attempt starts.
     assert execution.attempts == len(sleeps.delays) + 1 < 10
     assert sum(sleeps.delays) < 3.5
-
-
-@given(
-    attempt=st.integers(min_value=1, max_value=40),
-    base=st.floats(min_value=0.001, max_value=5),
-    cap=st.floats(min_value=0.001, max_value=60),
-    jitter=st.floats(min_value=0, max_value=1),
-    seed=st.integers(),
-)
-def test_backoff_stays_within_jitter_and_cap(attempt: int, base: float, cap: float, jitter: float, seed: int) -> None:
-    policy = RetryPolicy(base_delay=base, max_delay=cap, jitter=jitter)
-    raw = min(base * 2 ** (attempt - 1), cap)
-    delay = policy.delay(attempt, random.Random(seed))
-    assert raw * (1 - jitter) - 1e-9 <= delay <= raw + 1e-9
-    assert delay <= cap + 1e-9
 
 
 # -- timeouts --------------------------------------------------------------------------------------

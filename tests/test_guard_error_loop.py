@@ -12,6 +12,7 @@ from loopwarden import Agent, Budgets, LoopConfig, RetryPolicy, ScriptedModel, T
 from loopwarden.events import NudgeInjected
 from loopwarden.guard import ErrorLoopDetector, Rung
 from loopwarden.state import CallRecord, RunState
+from loopwarden.tools import http_status_failure
 
 
 def test_the_same_command_failing_with_differing_text_three_times_is_flagged(tmp_path: Path) -> None:
@@ -30,7 +31,7 @@ def test_the_same_command_failing_with_differing_text_three_times_is_flagged(tmp
 
 
 def test_three_different_tools_failing_once_each_are_not_flagged(tmp_path: Path) -> None:
-    @tool
+    @tool(result_parser=http_status_failure)  # its records are HTTP responses: opt in to reading failures there
     def fetch(url: str) -> dict[str, object]:
         """Fetch a URL."""
         return {"status_code": 404, "message": f"{url} not found"}

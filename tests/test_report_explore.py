@@ -175,11 +175,16 @@ def test_fallback_record_names_what_was_read(data: Path) -> None:
     assert "flow_lpm" in joined and "speed_rpm" in joined and "12.4" in joined
 
 
-def test_a_text_answer_instead_of_finishing_degrades_and_keeps_the_words(data: Path) -> None:
-    model = ScriptedModel([call("read_file", {"path": "flow.csv"}), "Flow is proportional to speed."])
-    record = record_of(run(data, model))
-    assert record.degraded and record.stop_reason == "final_answer"
-    assert record.key_findings[-1].endswith("Flow is proportional to speed.")
+def test_a_text_answer_instead_of_finishing_is_not_the_answer(data: Path) -> None:
+    # Text is no answer while finish_exploration is offered and uncalled: the model is reminded,
+    # the monologue detector steers, narrows (forces the finishing tool) and stops the phase;
+    # the record is degraded and built from what was read.
+    model = ScriptedModel([call("read_file", {"path": "flow.csv"})] + ["Flow is proportional to speed."] * 6)
+    events = run(data, model)
+    record = record_of(events)
+    assert record.degraded and record.stop_reason == "monologue"
+    forced = [e.tool_choice for e in events if e.type == "model_called"][-1]  # type: ignore[attr-defined]
+    assert forced == {"type": "function", "function": {"name": "finish_exploration"}}
     assert any("flow_lpm" in f for f in record.key_findings)
 
 

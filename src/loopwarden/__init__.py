@@ -1,8 +1,9 @@
 """loopwarden: tool-calling agents that do not loop. The model proposes; the runtime decides."""
 
-from .agent import Agent, RunResult
+from .agent import Agent, RunResult, TextStream
 from .approval import ApprovalGate, PendingApproval
 from .config import LoopConfig
+from .context import RunContext
 from .errors import (
     CaseError,
     ConfigError,
@@ -14,10 +15,12 @@ from .errors import (
     TraceFormatError,
 )
 from .events import Event, EventParser, RunFinished, RuntimeEvent, Totals, UnknownEvent, parse_event
-from .executor import Executor, RetryPolicy
+from .executor import Executor
 from .guard import Budgets, Ladder, Price
+from .handoff import handoff
 from .models import FunctionModel, ModelReply, ModelRequest, ScriptedModel, ToolCall, Usage, call
 from .permissions import Principal
+from .retry import RetryPolicy
 from .router import ClassifierRouter, Fallback, Intent, RuleRouter, model_classifier
 from .slots import EnumSlot, RunClock, SlotSpec, period_slot
 from .state import ChecklistItem, RunState
@@ -52,6 +55,7 @@ __all__ = [
     "RetryPolicy",
     "RuleRouter",
     "RunClock",
+    "RunContext",
     "RunFinished",
     "RunNotFound",
     "RunResult",
@@ -59,6 +63,7 @@ __all__ = [
     "RuntimeEvent",
     "ScriptedModel",
     "SlotSpec",
+    "TextStream",
     "Tool",
     "ToolCall",
     "ToolDefinitionError",
@@ -70,6 +75,7 @@ __all__ = [
     "UnknownEvent",
     "Usage",
     "call",
+    "handoff",
     "model_classifier",
     "parse_event",
     "period_slot",

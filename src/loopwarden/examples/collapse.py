@@ -81,7 +81,8 @@ async def main(trace: TraceTarget = None, *, trace_db: Path | None = None) -> in
     healthy_agent = Agent(FunctionModel(healthy, name="healthy"), [read_file], trace=trace)
     healthy_run = await healthy_agent.run("Summarise the notes")
     describe(console, "A healthy model", healthy_run)
-    stopped = collapse_run.stop_reason == "repeated_call" and collapse_run.totals.model_calls <= 6
+    # 5 calls of the phase, then asked twice for an answer it never gives (it only calls tools)
+    stopped = collapse_run.stop_reason == "repeated_call" and collapse_run.totals.model_calls <= 7
     finished = healthy_run.status == "completed"
     console.print(f"\ncollapse stopped: {stopped}; healthy run finished: {finished}")
     if trace_db is not None:

@@ -3,6 +3,7 @@ text and/or tool calls plus usage out."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,9 +59,12 @@ class ModelRequest(BaseModel):
     messages: list[Message]
     tools: list[dict[str, Any]] = Field(default_factory=list)
     tool_choice: ToolChoice | None = None
-    tier: Literal["cheap", "main"] = "cheap"
     max_tokens: int | None = None
     """The most output this call may write (a stage's cap); None = the endpoint's default."""
+    on_text: Callable[[str], None] | None = Field(default=None, exclude=True, repr=False)
+    """Set when the caller streams text (`Agent.stream_text`): a model that can stream calls it
+    with each piece of reply text as it arrives, and still returns the whole reply. Models
+    that cannot stream ignore it. Not part of the request sent or recorded."""
 
 
 class ClientNote(BaseModel):

@@ -26,11 +26,12 @@ from typing import Any
 
 import openai
 
+from ..retry import Retrier, Retry, RetryPolicy
 from .attempts import Attempt, Spent, cause, shorter, status_failure, transport_kind
 from .base import ClientNote, Message, Model, ModelError, ModelReply, ModelRequest, Usage
 from .budget import Fitted, estimate_tokens, fit_request
 from .config import TOOL_CALL_CONTENT_SHAPES, EndpointConfig, Tier, ToolCallContent
-from .faults import RETRYABLE_KINDS, Backoff, context_window_in, model_error, redact
+from .faults import RETRYABLE_KINDS, context_window_in, model_error, redact
 from .markup import strip_template_tokens
 from .wire import StreamAssembler, is_empty, parse_completion, recover_leaked_calls, to_wire_messages
 
@@ -63,7 +64,9 @@ class OpenAICompatModel:
         self.tier = tier
         self.name = config.model_for(tier)
         self.on_notice = on_notice
-        self._backoff = Backoff(config.retry_base_delay, config.retry_max_delay)
+        self._retry = RetryPolicy(
+            max_attempts=config.max_retries + 1, base_delay=config.retry_base_delay, max_delay=config.retry_max_delay
+        )
         self._secret = config.api_key.get_secret_value() if config.api_key else None
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -149,50 +152,66 @@ class OpenAICompatModel:
     # -- retries -------------------------------------------------------------------------------
 
     async def _complete_with_retries(self, request: ModelRequest, notes: list[ClientNote], spent: Spent) -> ModelReply:
-        fitted = self._fit(request, notes)
-        attempts = self.config.max_retries + 1
-        attempt = timeouts = 0
-        shrunk = False
+        """Retry what retry.py calls retryable, with its backoff and Retry-After; each retry is a
+        note. Besides: a `context_length` refusal is shrunk and sent once more, a content shape
+        the server names invalid is switched once, and a timeout is retried once, shorter."""
+        retries = self._retry.max_attempts - 1
+        state = {"fitted": self._fit(request, notes), "shrunk": False, "timeouts": 0}
         tried_shapes = {self.tool_call_content}
-        while True:
-            attempt += 1
+
+        async def attempt() -> ModelReply | Attempt:
+            fitted: Fitted = state["fitted"]  # type: ignore[assignment]
             try:
                 reply = await self._attempt(request, fitted)
             except Attempt as failed:
                 self._charge(failed, fitted, request, spent)
-                told = f"HTTP {failed.status}" if failed.status else failed.kind
-                if failed.kind == "context_length" and not shrunk:
-                    shrunk = True
-                    smaller = self._shrunk(request, fitted, failed.detail)
-                    if smaller is not None:
-                        fitted = smaller
-                        self._note(ClientNote(kind="context_length", status=failed.status, message=(
-                            f"{told}: the request was longer than the context window; "
-                            f"{smaller.describe()} and sending it once more")), notes)  # fmt: skip
-                        continue
-                if failed.kind == "invalid_request" and self._switch_shape(failed, request, tried_shapes):
-                    self._note(ClientNote(kind="compatibility", status=failed.status, message=(
-                        f"{told}: the server rejected {failed.field}; tool-call turns now sent with "
-                        f"content shape {self.tool_call_content!r}")), notes)  # fmt: skip
-                    continue
-                timeouts += failed.kind == "timeout"
-                last = attempt >= attempts or timeouts > TIMEOUT_RETRIES
-                if failed.kind not in RETRYABLE_KINDS or last:
-                    raise self._error(failed.kind, failed.detail, failed.status, attempt, failed.field) from None
-                if failed.kind == "timeout":
-                    fitted = shorter(fitted)
-                delay = self._backoff.delay(attempt, failed.retry_after)
-                capped = f", asking for at most {fitted.max_tokens} tokens" if failed.kind == "timeout" else ""
-                message = f"{told}: {failed.detail[:200]}; retry {attempt} of {attempts - 1} in {delay:.2f}s{capped}"
-                self._note(
-                    ClientNote(kind="retry", message=redact(message, self._secret), status=failed.status, delay=delay),
-                    notes,
-                )
-                await asyncio.sleep(delay)
-                continue
+                return failed
             spent.attempts += 1
             spent.usage += reply.usage
             return reply
+
+        def wants_retry(outcome: ModelReply | Attempt) -> Retry | None:
+            if not isinstance(outcome, Attempt):
+                return None
+            failed, told = outcome, f"HTTP {outcome.status}" if outcome.status else outcome.kind
+            if failed.kind == "context_length" and not state["shrunk"]:
+                state["shrunk"] = True
+                smaller = self._shrunk(request, state["fitted"], failed.detail)  # type: ignore[arg-type]
+                if smaller is None:
+                    return None
+                state["fitted"] = smaller
+                self._note(ClientNote(kind="context_length", status=failed.status, message=(
+                    f"{told}: the request was longer than the context window; "
+                    f"{smaller.describe()} and sending it once more")), notes)  # fmt: skip
+                return Retry(0.0)
+            if failed.kind == "invalid_request" and self._switch_shape(failed, request, tried_shapes):
+                self._note(ClientNote(kind="compatibility", status=failed.status, message=(
+                    f"{told}: the server rejected {failed.field}; tool-call turns now sent with "
+                    f"content shape {self.tool_call_content!r}")), notes)  # fmt: skip
+                return Retry(0.0)
+            if failed.kind == "timeout":
+                state["timeouts"] += 1  # type: ignore[operator]
+                if state["timeouts"] > TIMEOUT_RETRIES:  # type: ignore[operator]
+                    return None
+                state["fitted"] = shorter(state["fitted"])  # type: ignore[arg-type]
+            return Retry(failed.retry_after) if failed.kind in RETRYABLE_KINDS else None
+
+        def on_retry(outcome: ModelReply | Attempt, attempt: int, delay: float) -> None:
+            assert isinstance(outcome, Attempt)
+            if outcome.kind not in RETRYABLE_KINDS:
+                return  # a shrunk or reshaped request: told in its own note
+            status = f"HTTP {outcome.status}" if outcome.status else outcome.kind
+            fitted: Fitted = state["fitted"]  # type: ignore[assignment]
+            capped = f", asking for at most {fitted.max_tokens} tokens" if outcome.kind == "timeout" else ""
+            message = f"{status}: {outcome.detail[:200]}; retry {attempt} of {retries} in {delay:.2f}s{capped}"
+            note = ClientNote(kind="retry", message=redact(message, self._secret), status=outcome.status, delay=delay)
+            self._note(note, notes)
+
+        done = await Retrier(self._retry).run(attempt, wants_retry, on_retry)
+        if isinstance(done.outcome, Attempt):
+            failed = done.outcome
+            raise self._error(failed.kind, failed.detail, failed.status, done.attempts, failed.field)
+        return done.outcome
 
     def _fit(self, request: ModelRequest, notes: list[ClientNote], shrink: float = 1.0) -> Fitted:
         fitted = fit_request(
@@ -242,8 +261,8 @@ class OpenAICompatModel:
     async def _attempt(self, request: ModelRequest, fitted: Fitted) -> ModelReply:
         arguments = self._arguments(request, fitted.messages, fitted.max_tokens)
         try:
-            if self.config.stream:
-                return await self._streamed(arguments)
+            if self.config.stream or request.on_text is not None:
+                return await self._streamed(request, arguments)
             # A total deadline: DeepSeek keeps a slow non-streamed reply alive with blank lines,
             # so the HTTP read timeout alone would never fire on a stuck one.
             async with asyncio.timeout(self.config.timeout):
@@ -268,7 +287,7 @@ class OpenAICompatModel:
                 raise
             raise Attempt(kind, f"the reply stopped arriving: {type(error).__name__}") from None
 
-    async def _streamed(self, arguments: dict[str, Any]) -> ModelReply:
+    async def _streamed(self, request: ModelRequest, arguments: dict[str, Any]) -> ModelReply:
         """A stream may run long while it is alive: the timeout bounds the silence before the
         first chunk and between chunks, not the whole reply."""
         assembler = StreamAssembler(fallback_model=self.name)
@@ -280,7 +299,10 @@ class OpenAICompatModel:
             async with stream:
                 async for chunk in stream:
                     silence.reschedule(loop.time() + self.config.timeout)
-                    assembler.add(_as_dict(chunk))
+                    data = _as_dict(chunk)
+                    assembler.add(data)
+                    if request.on_text is not None and (delta := _text_delta(data)):
+                        request.on_text(delta)
         if assembler.finish_reason is None:
             # Every server we know ends a reply with a finish_reason; without one the stream was
             # cut (a dropped connection can look like a normal end), and half a reply would pass
@@ -345,6 +367,13 @@ class OpenAICompatModel:
         log.info("%s: %s", self.name, note.message)
         if self.on_notice is not None:
             self.on_notice(note)
+
+
+def _text_delta(chunk: dict[str, Any]) -> str | None:
+    choices = chunk.get("choices") or []
+    delta = (choices[0].get("delta") or {}) if choices and isinstance(choices[0], dict) else {}
+    content = delta.get("content") if isinstance(delta, dict) else None
+    return content if isinstance(content, str) and content else None
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:

@@ -99,7 +99,7 @@ class Session:
         self.turn += 1
         self.last_error = None
         began = time.perf_counter()
-        request = ModelRequest(messages=messages, tier="main", max_tokens=STAGE_MAX_TOKENS.get(stage))
+        request = ModelRequest(messages=messages, max_tokens=STAGE_MAX_TOKENS.get(stage))
         try:
             reply = await self.model.complete(request)
         except ModelError as error:
