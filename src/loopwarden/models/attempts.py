@@ -4,6 +4,7 @@ and the server's error body), whether it reached the server, which request field
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import openai
 
@@ -42,6 +43,16 @@ class Spent:
     def __init__(self) -> None:
         self.attempts = 0
         self.usage = Usage()
+
+
+@dataclass
+class Progress:
+    """Where one call's attempts stand: the request as it will be sent next, whether it was
+    already shrunk after a refusal, how many attempts timed out."""
+
+    fitted: Fitted
+    shrunk: bool = False
+    timeouts: int = 0
 
 
 def status_failure(error: openai.APIStatusError) -> Attempt:

@@ -27,7 +27,7 @@ from typing import Any
 import openai
 
 from ..retry import Retrier, Retry, RetryPolicy
-from .attempts import Attempt, Spent, cause, shorter, status_failure, transport_kind
+from .attempts import Attempt, Progress, Spent, cause, shorter, status_failure, transport_kind
 from .base import ClientNote, Message, Model, ModelError, ModelReply, ModelRequest, Usage
 from .budget import Fitted, estimate_tokens, fit_request
 from .config import TOOL_CALL_CONTENT_SHAPES, EndpointConfig, Tier, ToolCallContent
@@ -156,11 +156,11 @@ class OpenAICompatModel:
         note. Besides: a `context_length` refusal is shrunk and sent once more, a content shape
         the server names invalid is switched once, and a timeout is retried once, shorter."""
         retries = self._retry.max_attempts - 1
-        state = {"fitted": self._fit(request, notes), "shrunk": False, "timeouts": 0}
+        state = Progress(self._fit(request, notes))
         tried_shapes = {self.tool_call_content}
 
         async def attempt() -> ModelReply | Attempt:
-            fitted: Fitted = state["fitted"]  # type: ignore[assignment]
+            fitted = state.fitted
             try:
                 reply = await self._attempt(request, fitted)
             except Attempt as failed:
@@ -174,12 +174,12 @@ class OpenAICompatModel:
             if not isinstance(outcome, Attempt):
                 return None
             failed, told = outcome, f"HTTP {outcome.status}" if outcome.status else outcome.kind
-            if failed.kind == "context_length" and not state["shrunk"]:
-                state["shrunk"] = True
-                smaller = self._shrunk(request, state["fitted"], failed.detail)  # type: ignore[arg-type]
+            if failed.kind == "context_length" and not state.shrunk:
+                state.shrunk = True
+                smaller = self._shrunk(request, state.fitted, failed.detail)
                 if smaller is None:
                     return None
-                state["fitted"] = smaller
+                state.fitted = smaller
                 self._note(ClientNote(kind="context_length", status=failed.status, message=(
                     f"{told}: the request was longer than the context window; "
                     f"{smaller.describe()} and sending it once more")), notes)  # fmt: skip
@@ -190,10 +190,10 @@ class OpenAICompatModel:
                     f"content shape {self.tool_call_content!r}")), notes)  # fmt: skip
                 return Retry(0.0)
             if failed.kind == "timeout":
-                state["timeouts"] += 1  # type: ignore[operator]
-                if state["timeouts"] > TIMEOUT_RETRIES:  # type: ignore[operator]
+                state.timeouts += 1
+                if state.timeouts > TIMEOUT_RETRIES:
                     return None
-                state["fitted"] = shorter(state["fitted"])  # type: ignore[arg-type]
+                state.fitted = shorter(state.fitted)
             return Retry(failed.retry_after) if failed.kind in RETRYABLE_KINDS else None
 
         def on_retry(outcome: ModelReply | Attempt, attempt: int, delay: float) -> None:
@@ -201,7 +201,7 @@ class OpenAICompatModel:
             if outcome.kind not in RETRYABLE_KINDS:
                 return  # a shrunk or reshaped request: told in its own note
             status = f"HTTP {outcome.status}" if outcome.status else outcome.kind
-            fitted: Fitted = state["fitted"]  # type: ignore[assignment]
+            fitted = state.fitted
             capped = f", asking for at most {fitted.max_tokens} tokens" if outcome.kind == "timeout" else ""
             message = f"{status}: {outcome.detail[:200]}; retry {attempt} of {retries} in {delay:.2f}s{capped}"
             note = ClientNote(kind="retry", message=redact(message, self._secret), status=outcome.status, delay=delay)
