@@ -242,3 +242,15 @@ async def test_arguments_with_raw_newlines_are_repaired_and_the_event_says_so(se
     assert "control characters" in data["repaired"] and "chat-template tokens" in data["repaired"]
     [ran] = [e for e in result.events if e.type == "tool_call_finished" and e.model_dump()["tool"] == "read_file"]
     assert ran.model_dump()["ok"]
+
+
+async def test_an_empty_reply_is_asked_again_with_a_reminder_not_the_same_request(server: ScriptedServer) -> None:
+    server.push(reply(completion("")), reply(completion("12.4 mT")))
+    request = ModelRequest(messages=[{"role": "user", "content": "peak?"}], tools=[{"type": "function", "function": {
+        "name": "read_file", "parameters": {"type": "object", "properties": {}}}}])  # fmt: skip
+    answer = await model(server).complete(request)
+    assert answer.text == "12.4 mT" and answer.attempts == 2
+    first, second = server.requests
+    assert second["messages"][:-1] == first["messages"]
+    assert second["messages"][-1]["role"] == "user" and "empty" in second["messages"][-1]["content"]
+    assert request.messages == [{"role": "user", "content": "peak?"}]  # the caller's history is untouched

@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 NoteHandler = Callable[[ClientNote], None]
 
 
+EMPTY_REPLY_REMINDER = "Your reply was empty. Call one of the functions offered, or answer in text."
 TIMEOUT_RETRIES = 1
 """Retries after a timeout: the server may still be generating, and each retry queues more work."""
 SHRINK_AFTER_REFUSAL = 0.8
@@ -127,7 +128,11 @@ class OpenAICompatModel:
         if reply.finish_reason == "length":
             what += " (cut at the output token limit: raise the max_tokens of this stage)"
         self._note(ClientNote(kind="empty_reply", message=f"the reply had {what}; asking once more"), notes)
-        again, unreadable = self._checked(await self._complete_with_retries(request, notes, spent), notes)
+        # Not the same request again: a server with a fixed seed (or temperature 0) would give the
+        # same nothing. The reminder goes to this request only, not to the run's history.
+        reminder = {"role": "user", "content": EMPTY_REPLY_REMINDER if request.tools else "Please answer."}
+        retry = request.model_copy(update={"messages": [*request.messages, reminder]})
+        again, unreadable = self._checked(await self._complete_with_retries(retry, notes, spent), notes)
         if is_empty(again) or unreadable:
             kind = "malformed_reply" if unreadable else "empty_reply"
             raise self._error(kind, f"two replies in a row had {what}", None, 2)
