@@ -33,7 +33,7 @@ from pydantic import BaseModel
 from ..approval import ApprovalGate, Decision, PendingCall
 from ..executor import Execution
 from ..hooks import idempotency_key_var
-from ..models.base import ClientNote, ModelError, ModelReply, ModelRequest
+from ..models.base import ClientNote, ModelError, ModelReply, ModelRequest, Usage
 from ..tools import Tool, ToolResult
 
 if TYPE_CHECKING:
@@ -57,7 +57,8 @@ class DurableModel:
         if "error" in outcome:
             error = outcome["error"]
             notes = [ClientNote.model_validate(n) for n in error.pop("notes", [])]
-            raise ModelError(error.pop("kind"), error.pop("message"), notes=notes, **error)
+            usage = Usage.model_validate(error.pop("usage", {}))
+            raise ModelError(error.pop("kind"), error.pop("message"), notes=notes, usage=usage, **error)
         return ModelReply.model_validate(outcome["reply"])
 
     async def _call(self, request: ModelRequest) -> dict[str, Any]:
@@ -72,6 +73,9 @@ class DurableModel:
                     "retryable": error.retryable,
                     "status": error.status,
                     "notes": [n.model_dump(mode="json") for n in error.notes],
+                    "attempts": error.attempts,
+                    "usage": error.usage.model_dump(mode="json"),
+                    "field": error.field,
                 }
             }
         return {"reply": reply.model_dump(mode="json")}
