@@ -2,8 +2,9 @@
 `Agent(trace="runs.db")` (every event and every model exchange committed to SQLite before it is
 streamed), measured in the same process, interleaved. An instant model that never yields lets
 the recorder commit many rounds at once; the second pair of figures uses a model that yields to
-the event loop once per call, as a real client does, so there is at least one commit per call. The model and tools are instant, so the ratio is the worst case: a
-real model call takes far longer than the commits next to it.
+the event loop once per call, as a real client does, so there is at least one commit per call.
+The model and tools are instant, so the ratio is the worst case: a real model call takes far
+longer than the commits next to it.
 
     python bench/bench_trace.py [--rounds 100] [--repeat 5]
 
@@ -68,7 +69,8 @@ def main() -> None:
     print(f"ratio traced/untraced: {traced / bare:.2f}")
     print("a model that yields to the event loop once per call (as a real client does; a commit per model call):")
     print(f"  untraced: {w_bare * 1000:8.1f} ms, traced: {w_traced * 1000:8.1f} ms")
-    print(f"  ratio traced/untraced: {w_traced / w_bare:.2f} ({(w_traced - w_bare) / calls * 1e6:.0f} us per model call)")
+    per_call = (w_traced - w_bare) / calls * 1e6
+    print(f"  ratio traced/untraced: {w_traced / w_bare:.2f} ({per_call:.0f} us per model call)")
     print(f"stored request bytes / whole requests: {stored / whole:.3f} ({stored} of {whole})")
 
 
