@@ -137,10 +137,14 @@ class PostgresRunStore(RunStore):
     def append_events(
         self, run_id: str, events: Sequence[Event], *, with_rows: Callable[[Any], None] | None = None, wait: bool = True
     ) -> list[int] | None:
-        seqs = super().append_events(run_id, events, with_rows=with_rows, wait=wait)
-        if seqs:
-            self._connection().conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, run_id))
-        return seqs
+        """Each event as `append_event` commits it (the run's row locked, so writers of other runs
+        do not wait), after the rows that go with them; never without waiting (wait=False: None)."""
+        if not wait:
+            return None
+        if with_rows is not None:
+            with self._write() as tx:
+                with_rows(tx)
+        return [self.append_event(run_id, event) for event in events]
 
     def append_event(self, run_id: str, event: Event) -> int:
         """As the SQLite store's, but runs do not wait for each other: the run's row is locked
