@@ -163,3 +163,18 @@ async def test_under_bubblewrap_tex_still_makes_a_pdf_and_cannot_follow_a_link_o
         assert (build / "report.pdf").exists() is produced
         assert SECRET not in pdf_text(build / "report.pdf")
         (build / "report.pdf").unlink(missing_ok=True)
+
+
+async def test_biber_works_inside_the_containment(tmp_path: Path) -> None:
+    """biber (Perl) needs a temporary folder: it gets the build folder, nothing else."""
+    require_binary("biber")
+    (tmp_path / "report.tex").write_text(
+        "\\documentclass{article}\n\\usepackage[backend=biber]{biblatex}\n\\addbibresource{references.bib}\n"
+        "\\begin{document}\nSee \\cite{smith2024}.\n\\printbibliography\n\\end{document}\n"
+    )
+    (tmp_path / "references.bib").write_text(
+        "@misc{smith2024,\n  title = {Soil sensor protocol},\n  author = {Jane Smith},\n  year = {2024}\n}\n"
+    )
+    result = await compile_tex(tmp_path / "report.tex", probe_toolchain(), timeout=120)
+    assert result.ok and result.passes[:2] == ["xelatex", "biber"] and result.warnings == [], result.warnings
+    assert "Jane Smith" in pdf_text(tmp_path / "report.pdf")

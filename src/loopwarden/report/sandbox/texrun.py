@@ -110,6 +110,7 @@ async def run_tex(
     tex_env = {
         "PATH": os.pathsep.join(dict.fromkeys([*([str(Path(root) / "bin")] if root else []), "/usr/bin", "/bin"])),
         "HOME": str(writable),
+        "TMPDIR": str(writable),
         "TEXMFOUTPUT": str(writable),
         "TEXMFVAR": str(writable / "texmf-var"),
         "openin_any": "p",
