@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import platform
-import re
 import sys
 import warnings
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 import collapse_waste
 import overhead
 from frameworks import RUNNERS
+from readme_blocks import write_blocks
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 PACKAGES = ("loopwarden", "langgraph", "openai-agents", "pydantic-ai-slim", "smolagents")
 
 
@@ -31,13 +29,6 @@ def versions() -> str:
         except PackageNotFoundError:
             found.append(f"{name} (not installed)")
     return f"Python {platform.python_version()}; " + ", ".join(found)
-
-
-def replace_block(text: str, name: str, body: str) -> str:
-    pattern = re.compile(rf"(<!-- bench:{name}:start -->\n).*?(<!-- bench:{name}:end -->)", re.DOTALL)
-    if not pattern.search(text):
-        raise SystemExit(f"README.md has no <!-- bench:{name}:start/end --> markers")
-    return pattern.sub(lambda m: m.group(1) + body.rstrip() + "\n" + m.group(2), text)
 
 
 def main() -> int:
@@ -54,11 +45,7 @@ def main() -> int:
     print(waste_block)
     print(speed_block)
     if "--readme" in sys.argv:
-        text = README.read_text(encoding="utf-8")
-        text = replace_block(text, "collapse", waste_block)
-        text = replace_block(text, "overhead", speed_block)
-        README.write_text(text, encoding="utf-8")
-        print(f"updated {README}")
+        write_blocks({"collapse": waste_block, "overhead": speed_block})
     return 0
 
 
