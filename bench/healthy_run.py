@@ -18,8 +18,12 @@ def read_lines(offset: int, limit: int = 20) -> str:
 def reader(rounds: int, narration: str = "Reading block {n}.") -> FunctionModel:
     """`narration` is formatted with the block number `n`: distinct text every round."""
 
+    answered = 0  # tool results so far: one per reply (counted here, not by scanning the history, so
+    # the model's own cost stays flat however long the run)
+
     def reply(request: ModelRequest) -> ModelReply | str:
-        n = sum(1 for m in request.messages if m["role"] == "tool")
+        nonlocal answered
+        n, answered = answered, answered + 1
         if n >= rounds:
             return "Flow rose with every sample."
         return ModelReply(text=narration.format(n=n), tool_calls=[call("read_lines", {"offset": 20 * n})])

@@ -13,6 +13,7 @@ import sys
 import warnings
 from importlib.metadata import PackageNotFoundError, version
 
+import bench_detectors
 import collapse_waste
 import overhead
 from frameworks import RUNNERS
@@ -37,8 +38,11 @@ def main() -> int:
     waste = collapse_waste.table(asyncio.run(collapse_waste.measure(frameworks)))
     waste_block = f"{waste}\n\n{collapse_waste.notes()}\n\n_{versions()}._\n"
     speed = overhead.table(asyncio.run(overhead.measure(frameworks)))
+    growth = overhead.growth_table(asyncio.run(overhead.measure_growth()))
+    detectors = bench_detectors.table(bench_detectors.measure(150, 7), 150)
     speed_block = (
-        f"{speed}\n\n_{overhead.STEPS} steps, median of {overhead.REPEATS} interleaved runs after a warm-up run,"
+        f"{speed}\n\n{growth}\n\n{detectors}\n\n_Median of {overhead.REPEATS} interleaved runs after a warm-up run"
+        " (detectors: 7), default detectors on and tracing off unless a row says otherwise,"
         " on a shared 2-core machine (ratios move by tens of percent from run to run);"
         f" {versions()}._\n"
     )

@@ -155,7 +155,8 @@ def check_budgets(run: Run) -> None:
 
 async def call_model(run: Run, tool_names: list[str], choice: ToolChoice | None) -> ModelReply:
     run.turn += 1
-    request = ModelRequest(
+    # Built by the runtime from checked parts: not re-validated (the history grows every turn).
+    request = ModelRequest.model_construct(
         messages=list(run.messages),
         tools=run.agent.registry.openai_tools(tool_names),
         tool_choice=choice if tool_names else None,

@@ -79,7 +79,7 @@ def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
             return ToolResult.success("(empty folder)")
         return ToolResult.success("\n".join(lines))
 
-    @tool
+    @tool(blocking=True)  # a big PDF or spreadsheet takes seconds: always off the event loop
     def read_file(
         path: str,
         offset: Annotated[int, Field(ge=0)] = 0,
