@@ -7,7 +7,21 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("numpy", "bm25s", "pandas", "matplotlib", "openai", "fastapi", "starlette", "httpx", "rich", "uvicorn")
+HEAVY = (
+    "numpy",
+    "bm25s",
+    "pandas",
+    "matplotlib",
+    "openai",
+    "fastapi",
+    "starlette",
+    "httpx",
+    "rich",
+    "uvicorn",
+    "dbos",
+    "psycopg",
+    "duckdb",
+)
 
 
 def modules_after(code: str) -> set[str]:

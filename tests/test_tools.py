@@ -237,7 +237,7 @@ def test_a_sync_tool_that_took_long_goes_back_to_a_thread_for_good(monkeypatch: 
 
     @tool
     def where() -> int:
-        """Slow once: on its first inline call."""
+        """Slow once, on its first inline call: it waits."""
         if slow.pop(0):
             time.sleep(0.05)  # sleeps at least this long: over the limit on any machine
         return threading.get_ident()
@@ -245,6 +245,26 @@ def test_a_sync_tool_that_took_long_goes_back_to_a_thread_for_good(monkeypatch: 
     where.pace.calls = tools_module.INLINE_AFTER  # as if its first calls had been quick
     assert _thread_of_each_call(where, 3) == [True, False, False]
     assert where.pace.blocks
+
+
+def test_a_call_slowed_by_a_busy_machine_is_not_a_wait() -> None:
+    pace = tools_module.ToolPace()
+    pace.note(1.0, waited=False)  # preempted: the thread never gave up the CPU of its own
+    assert not pace.blocks
+    pace.note(1.0, waited=True)
+    assert pace.blocks
+
+
+def test_a_sync_tool_slow_from_its_first_call_never_runs_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tools_module, "INLINE_LIMIT_S", 0.01)
+
+    @tool
+    def waits() -> int:
+        """Slow every time."""
+        time.sleep(0.02)
+        return threading.get_ident()
+
+    assert _thread_of_each_call(waits, tools_module.INLINE_AFTER + 1) == [False] * (tools_module.INLINE_AFTER + 1)
 
 
 def test_declared_blocking_and_timed_tools_always_run_in_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -235,7 +235,7 @@ class Agent(Generic[DepsT, OutputT]):
 
         run = Run(replace(self, model=traced(self.model), trace=False), prompt, run_id, stamper, deps=deps,
                   on_text=on_text, wrap_model=traced)  # fmt: skip
-        return run, tracer.record(run.events())
+        return run, tracer.record(run.events(), run_id)
 
     async def _collect(
         self, prompt: str | list[Message], run_id: str, deps: Any, on_text: Callable[[str], None] | None

@@ -7,6 +7,7 @@ import asyncio
 import inspect
 import json
 import re
+import resource
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -118,24 +119,32 @@ def failure_parsers(*parsers: ResultParser) -> ResultParser:
     return parse
 
 
+RUSAGE_THREAD: int | None = getattr(resource, "RUSAGE_THREAD", None)  # Linux
 INLINE_LIMIT_S = 0.005
 """A sync tool whose calls return within this runs on the event loop, not in a worker thread."""
 INLINE_AFTER = 3
 """Calls a sync tool of undeclared pace makes in a worker thread before it may run inline."""
 
 
+def _waits_so_far() -> int:
+    """Times this thread has given up the CPU to wait (sleep, I/O, a lock): what tells a call that
+    blocked from one the machine's load preempted (that is an involuntary switch). -1 where unknown."""
+    return resource.getrusage(RUSAGE_THREAD).ru_nvcsw if RUSAGE_THREAD is not None else -1
+
+
 @dataclass
 class ToolPace:
-    """How long an undeclared sync tool's calls took: it runs inline (no thread hop) once its
-    first `INLINE_AFTER` calls each returned within `INLINE_LIMIT_S`, and goes back to a worker
-    thread for good (where the timeout holds) the first time a call takes longer."""
+    """How an undeclared sync tool's calls went: it runs inline (no thread hop) once its first
+    `INLINE_AFTER` calls returned within `INLINE_LIMIT_S`, and goes back to a worker thread for
+    good (where the timeout holds) once a call took longer because it waited. A call slowed down
+    only by a busy machine does not count (where the platform tells the two apart)."""
 
     calls: int = 0
     blocks: bool = False
 
-    def note(self, seconds: float) -> None:
+    def note(self, seconds: float, waited: bool = True) -> None:
         self.calls += 1
-        if seconds > INLINE_LIMIT_S:
+        if seconds > INLINE_LIMIT_S and waited:
             self.blocks = True
 
 
@@ -222,12 +231,13 @@ class Tool:
         return kwargs
 
     def _timed(self, kwargs: dict[str, Any]) -> Any:
-        began = time.perf_counter()
+        if self.blocking is not None:
+            return self.fn(**kwargs)
+        began, waits = time.perf_counter(), _waits_so_far()
         try:
             return self.fn(**kwargs)
         finally:
-            if self.blocking is None:
-                self.pace.note(time.perf_counter() - began)
+            self.pace.note(time.perf_counter() - began, waited=waits < 0 or _waits_so_far() > waits)
 
     def to_result(self, raw: Any) -> ToolResult:
         if isinstance(raw, ToolResult):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -129,6 +129,22 @@ class PostgresRunStore(RunStore):
                 " (version INTEGER PRIMARY KEY, name TEXT, applied_at DOUBLE PRECISION)"
             )
         return super().migrate(migrations)
+
+    @contextmanager
+    def _write_now(self) -> Iterator[Any]:
+        yield None  # every write may wait on the network: never on the event loop's thread
+
+    def append_events(
+        self, run_id: str, events: Sequence[Event], *, with_rows: Callable[[Any], None] | None = None, wait: bool = True
+    ) -> list[int] | None:
+        """Each event as `append_event` commits it (the run's row locked, so writers of other runs
+        do not wait), after the rows that go with them; never without waiting (wait=False: None)."""
+        if not wait:
+            return None
+        if with_rows is not None:
+            with self._write() as tx:
+                with_rows(tx)
+        return [self.append_event(run_id, event) for event in events]
 
     def append_event(self, run_id: str, event: Event) -> int:
         """As the SQLite store's, but runs do not wait for each other: the run's row is locked
