@@ -21,7 +21,7 @@ from .events import (
 )
 from .guard.budget import HARD_BUDGET_REASONS
 from .guard.ladder import Finding, Rung
-from .guard.repetition import chant
+from .guard.repetition import ChantInStream, StreamWatch, chant
 from .models.base import ModelError, ModelReply, ModelRequest, ToolChoice, Usage
 from .proposals import Proposal
 from .verify import first_failure, reinforcement
@@ -161,13 +161,16 @@ async def call_model(run: Run, tool_names: list[str], choice: ToolChoice | None)
         tools=run.agent.registry.openai_tools(tool_names),
         tool_choice=choice if tool_names else None,
         max_tokens=run.config.max_output_tokens,
-        on_text=run.on_text,
+        on_text=StreamWatch(run.on_text) if run.on_text is not None else None,
     )
     remaining = run.config.budgets.remaining_seconds(time.monotonic() - run.started)
     began = time.perf_counter()
     try:
         async with asyncio.timeout(remaining):
             reply = await run.agent.model.complete(request)
+    except ChantInStream as cut:  # the stream was cut where it began to chant: that text is the reply
+        # The usage never arrived; about 4 characters a token keeps the token budget honest.
+        reply = ModelReply(text=cut.text, finish_reason="chant", usage=Usage(completion_tokens=len(cut.text) // 4))
     except TimeoutError:
         raise Stop("time_budget", "wall-clock budget ran out during a model call", hard=True) from None
     except ModelError as error:

@@ -5,6 +5,7 @@ Nothing a tool does escapes as an exception: every outcome is a `ToolResult`."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import sys
 import time
@@ -57,8 +58,16 @@ def validation_errors(error: ValidationError) -> list[dict[str, Any]]:
 
 
 def exception_result(tool: Tool, error: Exception) -> ToolResult:
-    """A raised exception as a result; network trouble and HTTP 408/429/5xx are retryable."""
+    """A raised exception as a result; network trouble and HTTP 408/429/5xx are retryable. An
+    OSError names only the last component of its paths: host paths never reach the model."""
     text = f"{type(error).__name__}: {error}"
+    if isinstance(error, OSError) and (error.filename is not None or error.filename2 is not None):
+        names = [
+            os.path.basename(os.fsdecode(f)) if isinstance(f, str | bytes) else str(f)
+            for f in (error.filename, error.filename2)
+            if f is not None
+        ]
+        text = f"{type(error).__name__}: {error.strerror or 'error'}: {' -> '.join(names)}"
     # httpx is not imported for this: an httpx error can only exist once a tool has imported it.
     hx = sys.modules.get("httpx")
     if hx is not None and isinstance(error, hx.HTTPStatusError):
