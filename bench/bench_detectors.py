@@ -27,7 +27,7 @@ def once(rounds: int, detectors: list[object] | None) -> float:
     result = asyncio.run(agent.run("read the log"))
     elapsed = time.perf_counter() - start
     assert result.status == "completed" and result.totals.tool_executions == rounds, result.stop_reason
-    assert all(getattr(e, "action", "allow") == "allow" for e in result.events if e.type == "guard_verdict")
+    assert all(getattr(e, "action", "allowed") == "allowed" for e in result.events if e.type == "guard_verdict")
     return elapsed
 
 

@@ -6,7 +6,17 @@ from typing import Literal
 
 import pytest
 
-from loopwarden.tools import Tool, ToolRegistry, ToolResult, business_failure, tool
+from loopwarden.errors import LoopwardenError, ToolDefinitionError
+from loopwarden.tools import (
+    Tool,
+    ToolRegistry,
+    ToolResult,
+    business_failure,
+    failure_parsers,
+    http_status_failure,
+    status_failure,
+    tool,
+)
 
 
 def test_schema_from_type_hints_and_docstring() -> None:
@@ -69,31 +79,102 @@ def test_var_args_are_refused_at_declaration() -> None:
     def bad(*paths: str) -> None:
         """Many paths."""
 
-    with pytest.raises(TypeError, match=r"\*args"):
+    with pytest.raises(ToolDefinitionError, match=r"\*args") as caught:
         tool(bad)
+    assert isinstance(caught.value, LoopwardenError) and isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("data", "error_type"),
+    [
+        ({"success": False, "code": "E42", "message": "quota"}, "E42"),
+        ({"ok": False, "error": "nope"}, "nope"),
+    ],
+)
+def test_explicit_business_failures_in_data_become_failures(data: dict[str, object], error_type: str) -> None:
+    result = business_failure(data)
+    assert result is not None and not result.ok and result.error_type == error_type and not result.retryable
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"success": True},
+        {"status": "ok"},
+        [1, 2],
+        "text",
+        None,
+        {"status_code": 200},
+        {"job": "nightly-backup", "status": "failed"},  # a job's state is data, not this call failing
+        {"status": "error", "message": "bad"},
+        {"status_code": 404, "path": "/missing"},  # e.g. an access-log record
+    ],
+)
+def test_anything_else_passes_the_default_parser(data: object) -> None:
+    assert business_failure(data) is None
 
 
 @pytest.mark.parametrize(
     ("data", "error_type", "retryable"),
     [
-        ({"success": False, "code": "E42", "message": "quota"}, "E42", False),
-        ({"ok": False, "error": "nope"}, "nope", False),
         ({"status": "error", "message": "bad"}, "business_error", False),
+        ({"status": "FAILED"}, "business_error", False),
         ({"status_code": 503, "error": "down"}, "http_503", True),
         ({"status_code": 404}, "http_404", False),
+        ({"success": False, "code": "E1"}, "E1", False),
     ],
 )
-def test_business_failures_in_data_become_failures(data: dict[str, object], error_type: str, retryable: bool) -> None:
-    result = business_failure(data)
-    assert result is not None
-    assert not result.ok
-    assert result.error_type == error_type
-    assert result.retryable is retryable
+def test_status_shapes_are_failures_when_a_tool_opts_in(
+    data: dict[str, object], error_type: str, retryable: bool
+) -> None:
+    @tool(result_parser=failure_parsers(business_failure, status_failure, http_status_failure))
+    def job_api(job: str) -> dict[str, object]:
+        """Ask the job API."""
+        return data
+
+    result = job_api.to_result(data)
+    assert not result.ok and result.error_type == error_type and result.retryable is retryable
+    assert job_api.to_result({"status": "running"}).ok
 
 
-@pytest.mark.parametrize("data", [{"success": True}, {"status": "ok"}, [1, 2], "text", None, {"status_code": 200}])
-def test_successes_pass_the_default_parser(data: object) -> None:
-    assert business_failure(data) is None
+def test_argument_help_keeps_continuation_lines_in_every_docstring_style() -> None:
+    def google(path: str, limit: int = 10) -> str:
+        """Read a file.
+
+        Longer text about reading.
+
+        Args:
+            path: where the file is, relative
+                to the project root
+            limit (int): how many lines
+        """
+        return path
+
+    def numpy_style(path: str) -> str:
+        """Read a file.
+
+        Parameters
+        ----------
+        path : str
+            where the file is, relative
+            to the project root
+        """
+        return path
+
+    def rest(path: str) -> str:
+        """Read a file.
+
+        :param path: where the file is, relative
+            to the project root
+        """
+        return path
+
+    for fn in (google, numpy_style, rest):
+        params = tool(fn).parameters["properties"]
+        assert params["path"]["description"] == "where the file is, relative to the project root", fn.__name__
+    described = tool(google)
+    assert described.description == "Read a file.\n\nLonger text about reading."
+    assert described.parameters["properties"]["limit"]["description"] == "how many lines"
 
 
 def test_custom_result_parser_and_to_result() -> None:

@@ -79,7 +79,7 @@ async def test_a_model_raising_something_unexpected_leaves_its_events_and_a_fail
     record = store.get_run("boom")
     assert record.status == "failed" and "RuntimeError: the SDK broke" in record.message
     types = [e.type for e in store.events("boom")]
-    assert types[0] == "run_started" and "model_call" in types and types[-1] == "tool_result"
+    assert types[0] == "run_started" and "model_called" in types and types[-1] == "tool_call_finished"
     assert not any(isinstance(e, RunFinished) for e in store.events("boom"))
     exchanges = load_exchanges(store, "boom")
     assert len(exchanges) == 2 and exchanges[0].reply is not None
@@ -115,7 +115,11 @@ async def test_a_cancelled_run_keeps_its_events_and_is_cancelled(tmp_path: Path)
     store = RunStore(db)
     assert store.get_run("c1").status == "cancelled"
     types = [e.type for e in store.events("c1")]
-    assert types[:2] == ["run_started", "model_call"] and "tool_call" in types and "tool_result" not in types
+    assert (
+        types[:2] == ["run_started", "model_called"]
+        and "tool_call_proposed" in types
+        and "tool_call_finished" not in types
+    )
 
 
 async def test_a_stream_left_unread_ends_cancelled_not_running(tmp_path: Path) -> None:
@@ -123,10 +127,10 @@ async def test_a_stream_left_unread_ends_cancelled_not_running(tmp_path: Path) -
     agent = Agent(reader_model(), [read_file], trace=store)
     async with aclosing(agent.stream("Read a and b", run_id="left")) as events:
         async for event in events:
-            if event.type == "tool_result":
+            if event.type == "tool_call_finished":
                 break
     assert store.get_run("left").status == "cancelled"
-    assert [e.type for e in store.events("left")][-1] == "tool_result"
+    assert [e.type for e in store.events("left")][-1] == "tool_call_finished"
 
 
 async def test_the_environment_traces_agents_built_while_it_is_set(

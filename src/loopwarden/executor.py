@@ -14,34 +14,12 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from .retry import Retrier, Retry, RetryPolicy, is_retryable_status, retry_after_seconds
 from .tools import Tool, ToolResult
 
+__all__ = ["Execution", "Executor", "RetryPolicy", "exception_result", "validate_arguments"]
+
 RETRYABLE_EXCEPTIONS: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError, httpx.TransportError)
-RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff with jitter and a cap; only `retryable` results are retried."""
-
-    max_attempts: int = 3
-    base_delay: float = 0.25
-    max_delay: float = 8.0
-    jitter: float = 0.5
-    max_elapsed: float | None = None
-    """No new attempt starts once this many seconds have passed since the first."""
-
-    def delay(self, attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
-        """Backoff before attempt `attempt + 1`; a server's Retry-After wins, still capped."""
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_delay)
-        raw = min(self.base_delay * (2 ** (attempt - 1)), self.max_delay)
-        return float(raw * (1 - self.jitter + self.jitter * rng.random()))
-
-    def gives_up(self, attempt: int, elapsed: float, next_delay: float) -> bool:
-        if attempt >= self.max_attempts:
-            return True
-        return self.max_elapsed is not None and elapsed + next_delay >= self.max_elapsed
 
 
 @dataclass(frozen=True)
@@ -85,22 +63,14 @@ def exception_result(tool: Tool, error: Exception) -> ToolResult:
         return ToolResult.failure(
             f"http_{status}",
             text,
-            retryable=status in RETRYABLE_STATUS,
-            data={"status_code": status, "retry_after": _retry_after(error.response)},
+            retryable=is_retryable_status(status),
+            data={"status_code": status, "retry_after": retry_after_seconds(error.response.headers)},
         )
     if isinstance(error, TimeoutError | httpx.TimeoutException):
         return ToolResult.failure("timeout", text, retryable=True)
     if isinstance(error, RETRYABLE_EXCEPTIONS):
         return ToolResult.failure("connection_error", text, retryable=True)
     return ToolResult.failure("exception", text, retryable=False)
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:  # an HTTP date: fall back to our own backoff
-        return None
 
 
 def retry_after_of(result: ToolResult) -> float | None:
@@ -134,24 +104,14 @@ class Executor:
     rng: random.Random = field(default_factory=random.Random)
 
     async def run(self, tool: Tool, arguments: BaseModel) -> Execution:
-        """Attempt until a result is not retryable or the policy gives up; deterministic
-        failures return at once."""
+        """Attempt until a result is not retryable or the policy gives up (retry.py);
+        deterministic failures return at once."""
         started = time.perf_counter()
-        attempt, busy, waited = 0, 0.0, 0.0
-        while True:
-            attempt += 1
-            began = time.perf_counter()
-            result = await self._attempt(tool, arguments)
-            busy += time.perf_counter() - began
-            wall_ms = (time.perf_counter() - started) * 1000
-            if not result.retryable:
-                return Execution(result, attempt, wall_ms)
-            pause = self.retry.delay(attempt, self.rng, retry_after_of(result))
-            # Time spent = attempts + backoff asked for (not the wall clock: `sleep` may be injected).
-            if self.retry.gives_up(attempt, busy + waited, pause):
-                return Execution(_gave_up(result, attempt), attempt, wall_ms)
-            await self.sleep(pause)
-            waited += pause
+        retrier = Retrier(self.retry, self.sleep, self.rng)
+        done = await retrier.run(lambda: self._attempt(tool, arguments), _wants_retry)
+        wall_ms = (time.perf_counter() - started) * 1000
+        result = _gave_up(done.outcome, done.attempts) if done.gave_up else done.outcome
+        return Execution(result, done.attempts, wall_ms)
 
     async def run_many(self, jobs: Sequence[tuple[Tool, BaseModel]]) -> list[Execution]:
         """Run concurrently (bounded); results come back in the order proposed. A write is a
@@ -205,6 +165,10 @@ def _batches(jobs: Sequence[tuple[Tool, BaseModel]]) -> list[list[tuple[Tool, Ba
     if reads:
         batches.append(reads)
     return batches
+
+
+def _wants_retry(result: ToolResult) -> Retry | None:
+    return Retry(retry_after_of(result)) if result.retryable else None
 
 
 def _gave_up(result: ToolResult, attempts: int) -> ToolResult:

@@ -8,9 +8,13 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_type_hints, overload
+from typing import Any, Literal, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from .context import RunContext, context_now
+from .errors import ToolDefinitionError
+from .retry import is_retryable_status
 
 SideEffect = Literal["read", "write"]
 
@@ -66,7 +70,10 @@ ResultParser = Callable[[Any], "ToolResult | None"]
 
 
 def business_failure(data: Any) -> ToolResult | None:
-    """Default result parser: failures returned as data (an HTTP 200 with an error body)."""
+    """Default result parser: only a failure the data states explicitly, `{"success": false}` or
+    `{"ok": false}` (an HTTP 200 with an error body). A record that merely has a failed status
+    (`{"status": "failed"}`, a job's state) is data; `status_failure` and `http_status_failure`
+    read those shapes when a tool opts in (`result_parser=failure_parsers(...)`)."""
     if not isinstance(data, dict):
         return None
     for flag in ("success", "ok"):
@@ -74,16 +81,38 @@ def business_failure(data: Any) -> ToolResult | None:
             code = data.get("code") or data.get("error_code") or data.get("error") or "business_error"
             message = data.get("message") or data.get("msg") or data.get("error") or f"{flag}=false"
             return ToolResult.failure(str(code), str(message), data=data)
-    status = data.get("status")
+    return None
+
+
+def status_failure(data: Any) -> ToolResult | None:
+    """Opt-in: `{"status": "error" | "failed" | "failure"}` is the call's own failure (JSend style)."""
+    status = data.get("status") if isinstance(data, dict) else None
     if isinstance(status, str) and status.lower() in {"error", "failed", "failure"}:
         message = data.get("message") or data.get("error") or f"status={status}"
         return ToolResult.failure(str(data.get("code") or "business_error"), str(message), data=data)
-    status_code = data.get("status_code")
-    if isinstance(status_code, int) and status_code >= 400:
-        retryable = status_code == 429 or status_code >= 500
+    return None
+
+
+def http_status_failure(data: Any) -> ToolResult | None:
+    """Opt-in: `{"status_code": >= 400}` is an HTTP failure, retryable as retry.py says."""
+    status_code = data.get("status_code") if isinstance(data, dict) else None
+    if isinstance(status_code, int) and not isinstance(status_code, bool) and status_code >= 400:
         message = data.get("message") or data.get("error") or f"HTTP {status_code}"
+        retryable = is_retryable_status(status_code)
         return ToolResult.failure(f"http_{status_code}", str(message), retryable=retryable, data=data)
     return None
+
+
+def failure_parsers(*parsers: ResultParser) -> ResultParser:
+    """One parser from several: the first failure any of them finds."""
+
+    def parse(data: Any) -> ToolResult | None:
+        for parser in parsers:
+            if (failure := parser(data)) is not None:
+                return failure
+        return None
+
+    return parse
 
 
 @dataclass(frozen=True)
@@ -103,6 +132,8 @@ class Tool:
     roles: frozenset[str] | None = None
     requires_approval: bool = False
     is_async: bool = field(default=False)
+    context_arg: str | None = None
+    """The parameter annotated `RunContext[...]`, filled by the runtime and absent from the schema."""
 
     @property
     def qualified_name(self) -> str:
@@ -132,8 +163,11 @@ class Tool:
         }
 
     async def call(self, arguments: BaseModel) -> Any:
-        """Run the function with validated arguments; sync functions run in a worker thread."""
+        """Run the function with validated arguments (and the run's context, when it asks for
+        one); sync functions run in a worker thread."""
         kwargs = {name: getattr(arguments, name) for name in type(arguments).model_fields}
+        if self.context_arg is not None:
+            kwargs[self.context_arg] = context_now()
         if self.is_async:
             return await self.fn(**kwargs)
         import asyncio
@@ -150,40 +184,43 @@ class Tool:
         return ToolResult.success(raw)
 
 
-_ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$", re.MULTILINE)
-_ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
-
-
 def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Description = text before an `Args:` section; argument help from that section."""
+    """The description (everything but the parameter section) and each argument's help, its
+    continuation lines included; Google, NumPy, reST and Epydoc styles (docstring_parser)."""
     if not doc:
         return "", {}
-    doc = inspect.cleandoc(doc)
-    match = _ARGS_SECTION.search(doc)
-    if not match:
-        return doc.strip(), {}
-    description = doc[: match.start()].strip()
-    arg_help: dict[str, str] = {}
-    for line in doc[match.end() :].splitlines():
-        arg = _ARG_LINE.match("  " + line if not line.startswith(" ") else line)
-        if arg:
-            arg_help[arg.group(1)] = arg.group(2).strip()
-    return description, arg_help
+    import docstring_parser
+
+    parsed = docstring_parser.parse(doc)
+    description = "\n\n".join(p for p in (parsed.short_description, parsed.long_description) if p)
+    arg_help = {p.arg_name: " ".join(p.description.split()) for p in parsed.params if p.description}
+    return description.strip(), arg_help
 
 
-def _args_model(fn: Callable[..., Any], name: str, arg_help: dict[str, str]) -> type[BaseModel]:
+def _is_context(annotation: Any) -> bool:
+    return annotation is RunContext or get_origin(annotation) is RunContext
+
+
+def _args_model(fn: Callable[..., Any], name: str, arg_help: dict[str, str]) -> tuple[type[BaseModel], str | None]:
+    """The model of the arguments the model gives, and the parameter that takes the RunContext."""
     hints = get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
+    context_arg: str | None = None
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
+            raise ToolDefinitionError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
         annotation = hints.get(param.name, Any)
+        if _is_context(annotation):
+            if context_arg is not None:
+                raise ToolDefinitionError(f"tool {name!r}: more than one RunContext parameter")
+            context_arg = param.name
+            continue
         default = ... if param.default is inspect.Parameter.empty else param.default
         help_text = arg_help.get(param.name)
         fields[param.name] = (annotation, Field(default, description=help_text))
     model_name = "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name)) + "Args"
     model: type[BaseModel] = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
-    return model
+    return model, context_arg
 
 
 @overload
@@ -224,11 +261,13 @@ def tool(
     def build(func: Callable[..., Any]) -> Tool:
         tool_name = name or func.__name__
         doc_description, arg_help = _parse_docstring(func.__doc__)
+        args_model, context_arg = _args_model(func, tool_name, arg_help)
         return Tool(
             name=tool_name,
             description=description or doc_description or tool_name,
             fn=func,
-            args_model=_args_model(func, tool_name, arg_help),
+            args_model=args_model,
+            context_arg=context_arg,
             namespace=namespace,
             terminal=terminal,
             repeatable=repeatable,
@@ -259,7 +298,7 @@ class ToolRegistry:
     def add(self, item: ToolLike) -> Tool:
         declared = item if isinstance(item, Tool) else tool(item)
         if declared.qualified_name in self._tools:
-            raise ValueError(f"tool {declared.qualified_name!r} is already registered")
+            raise ToolDefinitionError(f"tool {declared.qualified_name!r} is already registered")
         self._tools[declared.qualified_name] = declared
         return declared
 

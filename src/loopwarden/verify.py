@@ -99,13 +99,13 @@ def schema(model: type[BaseModel]) -> Verifier:
         try:
             model.model_validate_json(extract_json(text))
         except ValidationError as error:
-            return f"the answer must be JSON matching {model.__name__}: " + _describe(error)
+            return f"the answer must be JSON matching {model.__name__}: " + describe_errors(error)
         return None
 
     return verify
 
 
-def _describe(error: ValidationError) -> str:
+def describe_errors(error: ValidationError) -> str:
     parts = []
     for item in error.errors()[:8]:
         where = ".".join(str(p) for p in item["loc"]) or "(document)"

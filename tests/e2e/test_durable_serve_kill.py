@@ -43,7 +43,7 @@ def test_a_killed_server_resumes_the_run_without_repeating_steps(tmp_path: Path)
     assert [e["seq"] for e in resumed] == list(range(1, len(resumed) + 1))
     assert comparable(resumed)[1:] == comparable(uninterrupted)[1:]  # [0] is run_queued: its folder differs
     verdicts = [e["action"] for e in resumed if e["type"] == "guard_verdict"]
-    assert verdicts.count("cached") == 1 and verdicts.count("nudge") == 1  # ladder counts survived the kill
+    assert verdicts.count("cached") == 1 and verdicts.count("nudged") == 1  # ladder counts survived the kill
 
     model_calls = read_log(calls)
     assert Counter(c["request"] for c in model_calls).most_common(1)[0][1] == 1, "a model call was repeated"

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from ..errors import ConfigError as ConfigError  # its home is loopwarden.errors
 from ..guard.budget import Price
 
 PresetName = Literal["deepseek", "openai", "ollama", "vllm", "llamacpp", "lmstudio"]
@@ -77,19 +78,24 @@ DEFAULT_PRICES: dict[str, Price] = {
 }
 """Default prices by model name, for `Budgets(prices=...)`. Local presets cost nothing."""
 
+TIER_FIELDS = ("cheap_model", "main_model", "vision_model")
 CONFIG_FIELDS = (
     "preset",
     "base_url",
     "api_key",
     "model",
-    "cheap_model",
-    "main_model",
-    "vision_model",
+    *TIER_FIELDS,
     "timeout",
     "max_retries",
     "stream",
+    "retry_base_delay",
+    "retry_max_delay",
+    "reasoning_echo",
     "extra_body",
 )
+"""Every setting, by the same name in flags (keyword arguments), the environment (LOOPWARDEN_ + upper
+case) and the TOML file. `model` names one model for every tier: in each source it fills the tiers
+that source does not name itself, so a source's `model` beats a lower source's `cheap_model`."""
 
 
 class EndpointConfig(BaseModel):
@@ -132,10 +138,6 @@ class EndpointConfig(BaseModel):
         """A one-line, key-free description for messages and logs."""
         key = "key set" if self.api_key else "no key"
         return f"{self.base_url} (cheap={self.cheap_model}, main={self.main_model}, {key})"
-
-
-class ConfigError(ValueError):
-    """The configuration given cannot describe an endpoint; the message says what to fix."""
 
 
 def default_config_file(env: Mapping[str, str]) -> Path | None:
@@ -188,22 +190,39 @@ def load_endpoint_config(
     env: Mapping[str, str] | None = None,
     **overrides: Any,
 ) -> EndpointConfig | None:
-    """Merge flags over environment over file; None when no endpoint is configured at all.
+    """Flags over environment over file, field by field; None when no endpoint is configured.
 
-    `model` names one model for both tiers; `overrides` take any other EndpointConfig field
+    `model` names one model for every tier; `overrides` take any other setting in CONFIG_FIELDS
     (cheap_model=..., timeout=...). `env` defaults to os.environ.
     """
     env = os.environ if env is None else env
+    unknown = set(overrides) - set(CONFIG_FIELDS)
+    if unknown:
+        raise ConfigError(f"unknown endpoint settings: {', '.join(sorted(unknown))}; known: {', '.join(CONFIG_FIELDS)}")
     path = Path(config_file).expanduser() if config_file is not None else default_config_file(env)
     if config_file is not None and path is not None and not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     file_values = read_config_file(path) if path is not None and path.is_file() else {}
     flags = {"preset": preset, "base_url": base_url, "api_key": api_key, "model": model, **overrides}
-    merged = {**file_values, **from_environment(env), **{k: v for k, v in flags.items() if v is not None}}
-    return _resolve(merged, env)
+    layers = [file_values, from_environment(env), {k: v for k, v in flags.items() if v is not None}]
+    merged: dict[str, Any] = {}
+    for layer in layers:  # lowest first: each source replaces what the ones below it said
+        merged.update(_tiers_named(layer))
+    key_from_file = "api_key" in file_values and not any("api_key" in layer for layer in layers[1:])
+    return _resolve(merged, env, key_from_file=key_from_file)
 
 
-def _resolve(values: dict[str, Any], env: Mapping[str, str]) -> EndpointConfig | None:
+def _tiers_named(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """One source's settings with its `model` spelt out for the tiers it does not name itself."""
+    values = dict(layer)
+    one_model = values.pop("model", None)
+    if one_model is not None:
+        for tier in TIER_FIELDS:
+            values.setdefault(tier, one_model)
+    return values
+
+
+def _resolve(values: dict[str, Any], env: Mapping[str, str], *, key_from_file: bool = False) -> EndpointConfig | None:
     preset_name = values.pop("preset", None) or _preset_from_keys(values, env)
     if preset_name is None and not values.get("base_url"):
         return None
@@ -213,16 +232,16 @@ def _resolve(values: dict[str, Any], env: Mapping[str, str]) -> EndpointConfig |
         if preset is None:
             raise ConfigError(f"unknown preset {preset_name!r}; choose one of: {', '.join(PRESETS)}")
         preset_name = str(preset_name).lower()
-    if not values.get("api_key") and preset is not None and preset.key_env:
-        values["api_key"] = env.get(preset.key_env) or None
-    one_model = values.pop("model", None)
+    provider_key = env.get(preset.key_env) if preset is not None and preset.key_env else None
+    if provider_key and (key_from_file or not values.get("api_key")):
+        values["api_key"] = provider_key  # the provider's own variable is still the environment: it beats the file
     for tier in ("cheap_model", "main_model"):
-        values.setdefault(tier, one_model or (getattr(preset, tier) if preset else None))
+        values.setdefault(tier, getattr(preset, tier) if preset else None)
         if values[tier] is None:
             raise ConfigError(f"no model name for the {tier.split('_')[0]} tier: pass --model or set {tier}")
     if preset is not None:
         values.setdefault("base_url", preset.base_url)
-        values.setdefault("vision_model", one_model or preset.vision_model)
+        values.setdefault("vision_model", preset.vision_model)
         if preset.needs_key and not values.get("api_key") and values["base_url"] == preset.base_url:
             raise ConfigError(
                 f"the {preset_name} preset needs an API key: set {preset.key_env} or LOOPWARDEN_API_KEY, "

@@ -3,13 +3,10 @@ to tell the user — in words they can act on and with no secret in them."""
 
 from __future__ import annotations
 
-import email.utils
-import random
 import re
-import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 
+from ..retry import is_retryable_status
+from ..retry import retry_after_seconds as retry_after_seconds  # one parser for the runtime: retry.py
 from .base import ModelError
 
 RETRYABLE_KINDS = frozenset({"rate_limited", "server_error", "timeout", "connection"})
@@ -41,7 +38,7 @@ def kind_of_status(status: int, detail: str) -> str:
         return "billing"
     if status == 404:
         return "model_not_found"
-    if status in (408, 409) or status >= 500:
+    if is_retryable_status(status):  # the runtime's one set (retry.py): 408, 409, 425, 5xx
         return "timeout" if status == 408 else "server_error"
     if status in (400, 413, 422) and _CONTEXT_WORDS.search(detail):
         return "context_length"
@@ -77,41 +74,3 @@ def model_error(
     status_text = f"HTTP {status}: " if status else ""
     message = redact(f"{told}{after} ({status_text}{detail.strip()[:500]})", secret)
     return ModelError(kind, message, retryable=kind in RETRYABLE_KINDS, status=status)
-
-
-def retry_after_seconds(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
-    """Seconds the server asked us to wait: `retry-after-ms`, or `Retry-After` as seconds or
-    as an HTTP date."""
-    if not headers:
-        return None
-    lowered = {k.lower(): v for k, v in headers.items()}
-    if (ms := lowered.get("retry-after-ms")) is not None:
-        try:
-            return max(float(ms) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
-
-
-@dataclass(frozen=True)
-class Backoff:
-    base: float = 1.0
-    cap: float = 30.0
-
-    def delay(self, attempt: int, retry_after: float | None) -> float:
-        """Wait before retry number `attempt` (1-based): the server's Retry-After when given,
-        else exponential with full jitter; never more than the cap."""
-        if retry_after is not None:
-            return min(retry_after, self.cap)
-        return float(min(self.cap, self.base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0))

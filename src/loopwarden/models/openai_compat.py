@@ -17,9 +17,10 @@ from typing import Any
 
 import openai
 
+from ..retry import Retrier, Retry, RetryPolicy
 from .base import ClientNote, Model, ModelError, ModelReply, ModelRequest
 from .config import EndpointConfig, Tier
-from .faults import RETRYABLE_KINDS, Backoff, kind_of_status, model_error, redact, retry_after_seconds
+from .faults import RETRYABLE_KINDS, kind_of_status, model_error, redact, retry_after_seconds
 from .wire import StreamAssembler, is_empty, parse_completion, recover_leaked_calls, to_wire_messages
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,9 @@ class OpenAICompatModel:
         self.tier = tier
         self.name = config.model_for(tier)
         self.on_notice = on_notice
-        self._backoff = Backoff(config.retry_base_delay, config.retry_max_delay)
+        self._retry = RetryPolicy(
+            max_attempts=config.max_retries + 1, base_delay=config.retry_base_delay, max_delay=config.retry_max_delay
+        )
         self._secret = config.api_key.get_secret_value() if config.api_key else None
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -127,26 +130,35 @@ class OpenAICompatModel:
     # -- retries -------------------------------------------------------------------------------
 
     async def _complete_with_retries(self, request: ModelRequest, notes: list[ClientNote]) -> ModelReply:
-        attempts = self.config.max_retries + 1
-        for attempt in range(1, attempts + 1):
+        """Retry what retry.py calls retryable, with its backoff and Retry-After; each retry is a note."""
+        retries = self._retry.max_attempts - 1
+
+        async def attempt() -> ModelReply | _Attempt:
             try:
                 return await self._attempt(request)
             except _Attempt as failed:
-                if failed.kind not in RETRYABLE_KINDS or attempt == attempts:
-                    raise self._error(failed.kind, failed.detail, failed.status, attempt) from None
-                delay = self._backoff.delay(attempt, failed.retry_after)
-                status = f"HTTP {failed.status}" if failed.status else failed.kind
-                message = f"{status}: {failed.detail[:200]}; retry {attempt} of {attempts - 1} in {delay:.2f}s"
-                self._note(
-                    ClientNote(kind="retry", message=redact(message, self._secret), status=failed.status, delay=delay),
-                    notes,
-                )
-                await asyncio.sleep(delay)
-        raise AssertionError("unreachable")
+                return failed
+
+        def wants_retry(outcome: ModelReply | _Attempt) -> Retry | None:
+            failed = isinstance(outcome, _Attempt) and outcome.kind in RETRYABLE_KINDS
+            return Retry(outcome.retry_after) if isinstance(outcome, _Attempt) and failed else None
+
+        def told(outcome: ModelReply | _Attempt, attempt: int, delay: float) -> None:
+            assert isinstance(outcome, _Attempt)
+            status = f"HTTP {outcome.status}" if outcome.status else outcome.kind
+            message = f"{status}: {outcome.detail[:200]}; retry {attempt} of {retries} in {delay:.2f}s"
+            note = ClientNote(kind="retry", message=redact(message, self._secret), status=outcome.status, delay=delay)
+            self._note(note, notes)
+
+        done = await Retrier(self._retry).run(attempt, wants_retry, told)
+        if isinstance(done.outcome, _Attempt):
+            failed = done.outcome
+            raise self._error(failed.kind, failed.detail, failed.status, done.attempts)
+        return done.outcome
 
     async def _attempt(self, request: ModelRequest) -> ModelReply:
         try:
-            if self.config.stream:
+            if self.config.stream or request.on_text is not None:
                 return await self._streamed(request)
             # A total deadline: DeepSeek keeps a slow non-streamed reply alive with blank lines,
             # so the HTTP read timeout alone would never fire on a stuck one.
@@ -184,7 +196,10 @@ class OpenAICompatModel:
             async with stream:
                 async for chunk in stream:
                     silence.reschedule(loop.time() + self.config.timeout)
-                    assembler.add(_as_dict(chunk))
+                    data = _as_dict(chunk)
+                    assembler.add(data)
+                    if request.on_text is not None and (delta := _text_delta(data)):
+                        request.on_text(delta)
         if assembler.finish_reason is None:
             # Every server we know ends a reply with a finish_reason; without one the stream was
             # cut (a dropped connection can look like a normal end), and half a reply would pass
@@ -263,6 +278,13 @@ def _transport_kind(error: Exception) -> str | None:
     if not type(error).__module__.startswith(("httpx", "httpcore")):
         return None
     return "timeout" if "TimeoutException" in names or "Timeout" in type(error).__name__ else "connection"
+
+
+def _text_delta(chunk: dict[str, Any]) -> str | None:
+    choices = chunk.get("choices") or []
+    delta = (choices[0].get("delta") or {}) if choices and isinstance(choices[0], dict) else {}
+    content = delta.get("content") if isinstance(delta, dict) else None
+    return content if isinstance(content, str) and content else None
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:

@@ -180,7 +180,7 @@ async def _with_progress(
 
 def live_line(event: Event) -> str | None:
     """One line for what the user should see as it happens (guard verdicts, gaps, errors)."""
-    if isinstance(event, GuardVerdict) and event.action != "allow":
+    if isinstance(event, GuardVerdict) and event.action != "allowed":
         return f"  guard  {event.detector}: {event.action} {event.tool or ''} — {event.reason}"
     if isinstance(event, ApprovalDecided):
         verdict = "approved" if event.approved else "denied"

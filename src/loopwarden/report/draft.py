@@ -95,7 +95,7 @@ class Session:
         self.turn += 1
         began = time.perf_counter()
         try:
-            reply = await self.model.complete(ModelRequest(messages=messages, tier="main"))
+            reply = await self.model.complete(ModelRequest(messages=messages))
         except ModelError as error:
             failed = self.stamp(
                 ModelFailed, turn=self.turn, kind=error.kind, message=error.message, retryable=error.retryable

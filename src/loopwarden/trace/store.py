@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..errors import RunNotFound as RunNotFound  # its home is loopwarden.errors
 from ..events import Event
 from .migrations import MIGRATIONS, Migration
 from .records import (
@@ -48,10 +49,6 @@ __all__ = [
     "StoredEvent",
     "new_run_id",
 ]
-
-
-class RunNotFound(KeyError):
-    pass
 
 
 def new_run_id() -> str:

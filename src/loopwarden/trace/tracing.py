@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from ..errors import ConfigError
 from ..events import Event
 from ..models.base import Model
 from .exchanges import TracedModel
@@ -34,7 +35,7 @@ class Tracer:
 
     def __init__(self, store: RunStore | None = None, *, sink: EventSink | None = None, kind: str = "agent") -> None:
         if (store is None) == (sink is None):
-            raise ValueError("a Tracer needs exactly one of a store or a sink")
+            raise ConfigError("a Tracer needs exactly one of a store or a sink")
         self.store, self.sink, self.kind = store, sink, kind
 
     def model(self, model: Model, run_id: str) -> Model:
@@ -71,7 +72,7 @@ def resolve_trace(
     False is never traced (not even by the environment), a path opens (and migrates) a store."""
     if target is False or target is True:
         if target:
-            raise ValueError("trace=True names no store: give a path, a RunStore or a callable")
+            raise ConfigError("trace=True names no store: give a path, a RunStore or a callable")
         return False
     if target is None:
         path = (os.environ if environ is None else environ).get(TRACE_DB_ENV, "").strip()
@@ -93,7 +94,7 @@ def open_store(path: str, where: str) -> RunStore:
     try:
         return RunStore(Path(path).expanduser())
     except Exception as error:  # sqlite3.Error, OSError: either way the setting is wrong
-        raise ValueError(f"{where}: cannot open a run store at {path!r}: {error}") from error
+        raise ConfigError(f"{where}: cannot open a run store at {path!r}: {error}") from error
 
 
 def default_trace_db(environ: Mapping[str, str] | None = None) -> Path:
