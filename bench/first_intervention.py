@@ -82,11 +82,13 @@ def main() -> None:
             print(f"{name:50} {turn if turn is not None else '-'}")
         return
     before: dict[str, int | None] = json.loads(args.against.read_text(encoding="utf-8"))
-    later = earlier = same = 0
+    later = earlier = same = gone = 0
     for name in sorted(now):
         old, new = before.get(name), now[name]
         mark = ""
-        if old is not None and (new is None or new > old):
+        if old is not None and new is None:
+            gone, mark = gone + 1, "no intervention now"
+        elif old is not None and new is not None and new > old:
             later, mark = later + 1, "LATER"
         elif old is not None and new is not None and new < old:
             earlier, mark = earlier + 1, "earlier"
@@ -97,7 +99,10 @@ def main() -> None:
         print(
             f"{name:50} before {old if old is not None else '-':>3}  after {new if new is not None else '-':>3}  {mark}"
         )
-    print(f"cases: {len(now)}; first intervention later than before: {later}; earlier: {earlier}; unchanged: {same}")
+    print(
+        f"cases: {len(now)}; first intervention later than before: {later}; earlier: {earlier}; "
+        f"none any more: {gone}; unchanged: {same}"
+    )
 
 
 if __name__ == "__main__":

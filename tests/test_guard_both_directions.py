@@ -178,3 +178,14 @@ def test_identical_calls_in_one_turn_run_once() -> None:
     assert RUNS == ["c"] and result.output == "gamma"
     verdicts = [e.action for e in result.events if isinstance(e, GuardVerdict) and e.detector != "no_tools_phase"]
     assert verdicts[:3] == ["allowed", "cached", "nudged"]
+
+
+async def test_a_streamed_reply_is_cut_where_it_begins_to_chant() -> None:
+    chanting = "Here is the plan. " + "SELECT " * 2000  # streamed word by word, as a client would
+    agent = Agent(ScriptedModel([chanting, "The plan is short."]), [read_file])
+    stream = agent.stream_text("plan it")
+    received = "".join([delta async for delta in stream])
+    first = next(e for e in stream.result.events if e.type == "model_called")
+    assert first.text is not None and len(first.text) < 1000  # cut early, not 12,000 characters later
+    assert ("repetition", "nudged") in interventions(stream.result.events)
+    assert len(received) < len(chanting) + 100 and stream.result.output == "The plan is short."

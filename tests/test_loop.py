@@ -300,3 +300,19 @@ def test_results_flow_back_to_the_model_as_tool_messages() -> None:
     assert messages[2]["role"] == "assistant" and messages[2]["tool_calls"][0]["function"]["name"] == "read_file"
     assert messages[3]["role"] == "tool" and messages[3]["tool_call_id"] == messages[2]["tool_calls"][0]["id"]
     assert json.loads(messages[3]["content"]) == {"ok": True, "data": "alpha"}
+
+
+def test_a_run_result_repr_stays_short_however_long_the_run() -> None:
+    # asyncio.run() formats its main task's repr (result included) on Python 3.11: it must not
+    # render every event and message of a long run.
+    @tool
+    def read(part: int) -> str:
+        """Read one part."""
+        return f"part {part}: " + "x" * 200
+
+    model = ScriptedModel([call("read", {"part": n}) for n in range(60)] + ["done"])
+    config = LoopConfig(budgets=Budgets(max_tool_rounds=100, max_model_calls=100))
+    result = Agent(model, [read], config=config).run_sync("read")
+    assert result.status == "completed" and len(result.events) > 200
+    text = repr(result)
+    assert result.run_id in text and f"events=<{len(result.events)}>" in text and len(text) < 300

@@ -180,8 +180,12 @@ def _value(name: str, layer: str) -> Any:
         return ("vllm", "ollama", "llamacpp")[rank]
     if name in ("timeout", "retry_base_delay", "retry_max_delay"):
         return float(rank + 2)
-    if name == "max_retries":
+    if name in ("max_retries", "context_window"):
         return rank + 1
+    if name == "tool_call_content":
+        return ("empty", "omit", "null")[rank]
+    if name == "record_dir":
+        return f"/{layer}-records"
     if name in ("stream", "reasoning_echo"):
         return rank % 2 == 1
     if name == "extra_body":
@@ -209,6 +213,8 @@ def _sources(by_layer: dict[str, dict[str, Any]], folder: Path) -> dict[str, Any
 
 def _resolved(config: EndpointConfig, name: str) -> Any:
     value = getattr(config, name)
+    if name == "record_dir" and value is not None:
+        return str(value)
     return value.get_secret_value() if name == "api_key" and value is not None else value
 
 

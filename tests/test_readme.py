@@ -58,6 +58,7 @@ PRINTS = {
     "Run the tests and tell me how it went.": "All 12 tests passed.",
     "config = load_endpoint_config()": "(offline: no endpoint configured)",
     'trace="runs.db"': "",
+    "charged.setdefault(key, cents)": "charged 500 cents / charged 500 cents",
 }
 
 

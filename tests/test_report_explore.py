@@ -131,7 +131,10 @@ def test_finish_exploration_schema_is_enforced(data: Path) -> None:
     record = record_of(events)
     assert record.key_findings == ["flow rises linearly, 4.1 to 12.4 L/min"]
     assert record.assignment_requirements == ["plot flow vs speed"] and record.reference_report == "b.txt"
-    assert record.stop_reason == "terminal_tool" and not record.offline
+    assert not record.offline
+    # Nothing was read before finishing: allowed, but the record says so and the run is degraded.
+    assert record.stop_reason == "finished_without_reading" and record.degraded
+    assert record.unread_at_finish == record.coverage.by_status("unread") != []
 
 
 def test_coverage_ledger_tracks_partial_and_full_reads(data: Path) -> None:
@@ -183,3 +186,27 @@ def test_a_text_answer_instead_of_finishing_is_not_the_answer(data: Path) -> Non
     forced = [e.tool_choice for e in events if e.type == "model_called"][-1]  # type: ignore[attr-defined]
     assert forced == {"type": "function", "function": {"name": "finish_exploration"}}
     assert any("flow_lpm" in f for f in record.key_findings)
+
+
+def test_finishing_with_some_files_unread_is_allowed_and_recorded(data: Path) -> None:
+    model = ScriptedModel(
+        [
+            call("read_file", {"path": "a.txt"}),
+            call("finish_exploration", {"experiment": "Pump flow test", "goal": "flow", "key_findings": ["x"]}),
+        ]
+    )
+    record = record_of(run(data, model))
+    assert record.stop_reason == "terminal_tool" and not record.degraded
+    assert "a.txt" not in record.unread_at_finish and record.unread_at_finish
+    from loopwarden.report.gap import find_gaps
+    from loopwarden.report.offline_writer import WriterInput, offline_report
+    from loopwarden.report.scan import scan_folder
+    from loopwarden.report.templates import load_template
+
+    template, scan = load_template("lab"), scan_folder(data)
+    gaps = find_gaps(template, record, scan, figures_on=False)
+    assert any(g.kind == "coverage" and "when the exploration was finished" in g.message for g in gaps)
+    tex = offline_report(WriterInput(template, record, scan, gaps, []))
+    assert "explored file by file" not in tex and "figures were made" not in tex
+    assert f"1 of {len(record.coverage.files)} file(s) were read in full" in tex
+    assert "0 figure(s) were made" in tex

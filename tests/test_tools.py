@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 from typing import Literal
 
 import pytest
 
+from loopwarden import tools as tools_module
 from loopwarden.errors import LoopwardenError, ToolDefinitionError
 from loopwarden.tools import (
     Tool,
@@ -195,3 +198,125 @@ def test_tool_result_model_content_is_compact_json() -> None:
     content = json.loads(ToolResult.failure("timeout", "slow", retryable=True).to_model_content())
     assert content == {"ok": False, "error_type": "timeout", "retryable": True, "message": "slow"}
     assert json.loads(ToolResult.success({"a": 1}).to_model_content()) == {"ok": True, "data": {"a": 1}}
+
+
+# -- where sync tools run: inline once found quick, in a worker thread when they block -------------
+
+
+def _thread_of_each_call(declared: Tool, calls: int) -> list[bool]:
+    """For each call through the executor: did it run on the event loop's thread?"""
+    from loopwarden.executor import Executor
+
+    async def run() -> list[bool]:
+        loop_thread, on_loop = threading.get_ident(), []
+        for _ in range(calls):
+            execution = await Executor().run(declared, declared.args_model())
+            assert execution.result.ok, execution.result
+            on_loop.append(execution.result.data == loop_thread)
+        return on_loop
+
+    return asyncio.run(run())
+
+
+def test_a_quick_sync_tool_runs_inline_after_its_first_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tools_module, "INLINE_LIMIT_S", 60.0)  # "quick" whatever the machine's load
+
+    @tool
+    def where() -> int:
+        """The thread it ran on."""
+        return threading.get_ident()
+
+    assert (
+        _thread_of_each_call(where, tools_module.INLINE_AFTER + 2) == [False] * tools_module.INLINE_AFTER + [True] * 2
+    )
+
+
+def test_a_sync_tool_that_took_long_goes_back_to_a_thread_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tools_module, "INLINE_LIMIT_S", 0.01)
+    slow = [True, False, False]
+
+    @tool
+    def where() -> int:
+        """Slow once, on its first inline call: it waits."""
+        if slow.pop(0):
+            time.sleep(0.05)  # sleeps at least this long: over the limit on any machine
+        return threading.get_ident()
+
+    where.pace.calls = tools_module.INLINE_AFTER  # as if its first calls had been quick
+    assert _thread_of_each_call(where, 3) == [True, False, False]
+    assert where.pace.blocks
+
+
+def test_a_call_slowed_by_a_busy_machine_is_not_a_wait() -> None:
+    pace = tools_module.ToolPace()
+    pace.note(1.0, waited=False)  # preempted: the thread never gave up the CPU of its own
+    assert not pace.blocks
+    pace.note(1.0, waited=True)
+    assert pace.blocks
+
+
+def test_a_sync_tool_slow_from_its_first_call_never_runs_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tools_module, "INLINE_LIMIT_S", 0.01)
+
+    @tool
+    def waits() -> int:
+        """Slow every time."""
+        time.sleep(0.02)
+        return threading.get_ident()
+
+    assert _thread_of_each_call(waits, tools_module.INLINE_AFTER + 1) == [False] * (tools_module.INLINE_AFTER + 1)
+
+
+def test_declared_blocking_and_timed_tools_always_run_in_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tools_module, "INLINE_LIMIT_S", 60.0)
+
+    @tool(blocking=True)
+    def declared() -> int:
+        """Waits on I/O."""
+        return threading.get_ident()
+
+    @tool(timeout=5)
+    def timed() -> int:
+        """Has a timeout of its own."""
+        return threading.get_ident()
+
+    @tool(blocking=False)
+    def quick() -> int:
+        """Declared quick."""
+        return threading.get_ident()
+
+    calls = tools_module.INLINE_AFTER + 2
+    assert _thread_of_each_call(declared, calls) == [False] * calls
+    assert _thread_of_each_call(timed, calls) == [False] * calls
+    assert _thread_of_each_call(quick, calls) == [True] * calls
+
+
+def test_schemas_are_built_once_per_tool_and_offers_once_per_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    built = []
+
+    @tool
+    def a(x: int) -> int:
+        """A."""
+        return x
+
+    @tool
+    def b(y: str) -> str:
+        """B."""
+        return y
+
+    original = a.args_model.model_json_schema
+
+    def counting(*args: object, **kwargs: object) -> dict[str, object]:
+        built.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(a.args_model, "model_json_schema", counting)
+    registry = ToolRegistry([a, b])
+    first = registry.openai_tools(["a", "b"])
+    again = registry.openai_tools(["a", "b"])
+    assert first == again and first is not again  # a new list: callers may append to it
+    assert registry.openai_tools(["b", "a"]) == [first[1], first[0]]
+    assert len(built) == 1
+    assert a.parameters == first[0]["function"]["parameters"]
+    registry.add(tool(lambda z: z, name="c"))
+    assert [t["function"]["name"] for t in registry.openai_tools()] == ["a", "b", "c"]

@@ -42,7 +42,7 @@ OutputT = TypeVar("OutputT", default=Any)
 _NOT_TYPED: Any = object()
 
 
-@dataclass
+@dataclass(repr=False)
 class RunResult(Generic[OutputT]):
     run_id: str
     status: Status
@@ -68,6 +68,16 @@ class RunResult(Generic[OutputT]):
                 f"the run ended {self.status} ({self.stop_reason}) without an output of the declared type"
             )
         return self.parsed_output  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        # Short on purpose: Python 3.11's asyncio.run() formats the repr of its main task, result
+        # included, when it restores the SIGINT handler; a full repr would cost time per event.
+        output = repr(self.raw_output)
+        return (
+            f"RunResult(run_id={self.run_id!r}, status={self.status!r}, stop_reason={self.stop_reason!r},"
+            f" output={output[:80] + '...' if len(output) > 80 else output},"
+            f" events=<{len(self.events)}>, messages=<{len(self.messages)}>)"
+        )
 
 
 @dataclass
@@ -225,7 +235,7 @@ class Agent(Generic[DepsT, OutputT]):
 
         run = Run(replace(self, model=traced(self.model), trace=False), prompt, run_id, stamper, deps=deps,
                   on_text=on_text, wrap_model=traced)  # fmt: skip
-        return run, tracer.record(run.events())
+        return run, tracer.record(run.events(), run_id)
 
     async def _collect(
         self, prompt: str | list[Message], run_id: str, deps: Any, on_text: Callable[[str], None] | None

@@ -37,3 +37,5 @@ class LoopConfig:
     phase: str = "tools"
     disabled_detectors: frozenset[str] = frozenset()
     """Names of detectors to switch off ("cycle", "error_loop", "no_progress", "repetition", "monologue")."""
+    max_output_tokens: int | None = None
+    """The most a model may write per call (`max_tokens`); None = the endpoint's default."""

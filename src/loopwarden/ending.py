@@ -21,8 +21,8 @@ from .events import (
 )
 from .guard.budget import HARD_BUDGET_REASONS
 from .guard.ladder import Finding, Rung
-from .guard.repetition import chant
-from .models.base import ModelError, ModelReply, ModelRequest, ToolChoice
+from .guard.repetition import ChantInStream, StreamWatch, chant
+from .models.base import ModelError, ModelReply, ModelRequest, ToolChoice, Usage
 from .proposals import Proposal
 from .verify import first_failure, reinforcement
 
@@ -155,36 +155,43 @@ def check_budgets(run: Run) -> None:
 
 async def call_model(run: Run, tool_names: list[str], choice: ToolChoice | None) -> ModelReply:
     run.turn += 1
-    request = ModelRequest(
+    # Built by the runtime from checked parts: not re-validated (the history grows every turn).
+    request = ModelRequest.model_construct(
         messages=list(run.messages),
         tools=run.agent.registry.openai_tools(tool_names),
         tool_choice=choice if tool_names else None,
-        on_text=run.on_text,
+        max_tokens=run.config.max_output_tokens,
+        on_text=StreamWatch(run.on_text) if run.on_text is not None else None,
     )
     remaining = run.config.budgets.remaining_seconds(time.monotonic() - run.started)
     began = time.perf_counter()
     try:
         async with asyncio.timeout(remaining):
             reply = await run.agent.model.complete(request)
+    except ChantInStream as cut:  # the stream was cut where it began to chant: that text is the reply
+        # The usage never arrived; about 4 characters a token keeps the token budget honest.
+        reply = ModelReply(text=cut.text, finish_reason="chant", usage=Usage(completion_tokens=len(cut.text) // 4))
     except TimeoutError:
         raise Stop("time_budget", "wall-clock budget ran out during a model call", hard=True) from None
     except ModelError as error:
+        _charge(run, error.attempts, error.usage)  # refused and timed-out attempts cost too
         failed = run.stamp(
             ModelFailed,
             turn=run.turn,
-            kind=error.kind,
-            message=error.message,
-            retryable=error.retryable,
-            status=error.status,
-            notes=error.notes,
+            **error.event_fields(),
         )
         raise Stop("model_error", f"{error.kind}: {error.message}", hard=True, event=failed) from None
     run.last_call_ms = (time.perf_counter() - began) * 1000
     run.last_offered, run.last_choice = tool_names, request.tool_choice
-    run.totals.model_calls += 1
-    run.totals.add_usage(reply.usage)
-    run.totals.cost += run.config.budgets.cost_of(run.agent.model.name, reply.usage)
+    _charge(run, reply.attempts, reply.usage)
     return reply
+
+
+def _charge(run: Run, attempts: int, usage: Usage) -> None:
+    """Every request that reached the server is a model call, priced (retries included)."""
+    run.totals.model_calls += attempts
+    run.totals.add_usage(usage)
+    run.totals.cost += run.config.budgets.cost_of(run.agent.model.name, usage)
 
 
 # -- events --------------------------------------------------------------------------------------
@@ -203,6 +210,7 @@ def model_event(run: Run, reply: ModelReply) -> Event:
         n_tool_calls=len(reply.tool_calls),
         duration_ms=run.last_call_ms,
         notes=reply.notes,
+        attempts=reply.attempts,
     )
 
 

@@ -21,10 +21,10 @@ The report agent and the server derive their own errors from `LoopwardenError` t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .models.base import ClientNote
+    from .models.base import ClientNote, Usage
 
 
 class LoopwardenError(Exception):
@@ -50,13 +50,34 @@ class ModelError(LoopwardenError):
         retryable: bool = False,
         status: int | None = None,
         notes: list[ClientNote] | None = None,
+        attempts: int = 0,
+        usage: Usage | None = None,
+        field: str | None = None,
     ):
+        from .models.base import Usage  # the models import this module: no cycle at import time
+
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.retryable = retryable
         self.status = status
         self.notes = notes or []
+        self.attempts = attempts
+        """Requests that reached the server before the call failed (counted and priced)."""
+        self.usage = usage or Usage()
+        self.field = field
+        """The request field the server named as invalid (kind `invalid_request`)."""
+
+    def event_fields(self) -> dict[str, Any]:
+        """The fields of the `model_failed` event that tells this failure."""
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "retryable": self.retryable,
+            "status": self.status,
+            "notes": self.notes,
+            "attempts": self.attempts,
+        }
 
 
 class OutputValidationError(LoopwardenError, ValueError):

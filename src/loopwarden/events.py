@@ -95,6 +95,8 @@ class ModelCalled(Event):
     duration_ms: float = 0.0
     notes: list[ClientNote] = Field(default_factory=list)
     """What the client handled on its own in this call (retries with their HTTP status and wait)."""
+    attempts: int = 1
+    """Requests that reached the server for this reply (each counts as a model call)."""
 
 
 class ModelFailed(Event):
@@ -107,6 +109,8 @@ class ModelFailed(Event):
     retryable: bool = False
     status: int | None = None
     notes: list[ClientNote] = Field(default_factory=list)
+    attempts: int = 0
+    """Requests that reached the server before the call failed (counted as model calls)."""
 
 
 class ToolCallProposed(Event):
@@ -119,6 +123,9 @@ class ToolCallProposed(Event):
     args_hash: str
     raw_arguments: str | None = None
     """The argument text exactly as the model wrote it."""
+    repaired: str | None = None
+    """What had to be mended to read the model's argument text (raw control characters, text
+    or chat-template tokens around the JSON), when anything had."""
 
 
 class GuardVerdict(Event):

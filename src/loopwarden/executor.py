@@ -5,13 +5,14 @@ Nothing a tool does escapes as an exception: every outcome is a `ToolResult`."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from .retry import Retrier, Retry, RetryPolicy, is_retryable_status, retry_after_seconds
@@ -19,7 +20,8 @@ from .tools import Tool, ToolResult
 
 __all__ = ["Execution", "Executor", "RetryPolicy", "exception_result", "validate_arguments"]
 
-RETRYABLE_EXCEPTIONS: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError, httpx.TransportError)
+RETRYABLE_EXCEPTIONS: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError)
+"""Besides these, httpx's transport errors are retryable (see exception_result)."""
 
 
 @dataclass(frozen=True)
@@ -56,9 +58,19 @@ def validation_errors(error: ValidationError) -> list[dict[str, Any]]:
 
 
 def exception_result(tool: Tool, error: Exception) -> ToolResult:
-    """A raised exception as a result; network trouble and HTTP 408/429/5xx are retryable."""
+    """A raised exception as a result; network trouble and HTTP 408/429/5xx are retryable. An
+    OSError names only the last component of its paths: host paths never reach the model."""
     text = f"{type(error).__name__}: {error}"
-    if isinstance(error, httpx.HTTPStatusError):
+    if isinstance(error, OSError) and (error.filename is not None or error.filename2 is not None):
+        names = [
+            os.path.basename(os.fsdecode(f)) if isinstance(f, str | bytes) else str(f)
+            for f in (error.filename, error.filename2)
+            if f is not None
+        ]
+        text = f"{type(error).__name__}: {error.strerror or 'error'}: {' -> '.join(names)}"
+    # httpx is not imported for this: an httpx error can only exist once a tool has imported it.
+    hx = sys.modules.get("httpx")
+    if hx is not None and isinstance(error, hx.HTTPStatusError):
         status = error.response.status_code
         return ToolResult.failure(
             f"http_{status}",
@@ -66,9 +78,9 @@ def exception_result(tool: Tool, error: Exception) -> ToolResult:
             retryable=is_retryable_status(status),
             data={"status_code": status, "retry_after": retry_after_seconds(error.response.headers)},
         )
-    if isinstance(error, TimeoutError | httpx.TimeoutException):
+    if isinstance(error, TimeoutError) or (hx is not None and isinstance(error, hx.TimeoutException)):
         return ToolResult.failure("timeout", text, retryable=True)
-    if isinstance(error, RETRYABLE_EXCEPTIONS):
+    if isinstance(error, RETRYABLE_EXCEPTIONS) or (hx is not None and isinstance(error, hx.TransportError)):
         return ToolResult.failure("connection_error", text, retryable=True)
     return ToolResult.failure("exception", text, retryable=False)
 
@@ -117,6 +129,8 @@ class Executor:
         """Run concurrently (bounded); results come back in the order proposed. A write is a
         barrier: it waits for the calls proposed before it, and the calls after it wait for it,
         so "record, then show the trend" in one turn reads what was just written."""
+        if len(jobs) == 1:  # the common turn: one call, no tasks to schedule
+            return [await self.run(*jobs[0])]
         semaphore = asyncio.Semaphore(max(self.max_parallel, 1))
 
         async def bounded(tool: Tool, arguments: BaseModel) -> Execution:
@@ -131,8 +145,11 @@ class Executor:
     async def _attempt(self, tool: Tool, arguments: BaseModel) -> ToolResult:
         limit = tool.timeout if tool.timeout is not None else self.default_timeout
         try:
-            async with asyncio.timeout(limit):
-                raw = await tool.call(arguments)
+            if tool.runs_inline:  # a quick sync tool: no thread hop, and no timer (nothing could interrupt it)
+                raw = tool.call_inline(arguments)
+            else:
+                async with asyncio.timeout(limit):
+                    raw = await tool.call(arguments)
         except TimeoutError:
             return ToolResult.failure(
                 "timeout",

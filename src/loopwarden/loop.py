@@ -190,6 +190,7 @@ class Run:
                 arguments=p.arguments,
                 args_hash=args_hash(p.arguments),
                 raw_arguments=p.call.arguments,
+                repaired=p.repair,
             )
             yield verdict_event(self, p)
         self._observe("on_calls", [p.record for p in proposals])

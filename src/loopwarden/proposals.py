@@ -9,7 +9,6 @@ their schema types), so `{"path": "a"}`, `{"path": "a", "offset": 0}` and `{"off
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from .executor import Execution, validate_arguments
 from .guard.fingerprint import fingerprint
 from .guard.ladder import Finding, Rung
 from .guard.repeat import DETECTOR, RepeatDecision, RepeatGuard, repeat_notice
+from .models.arguments import parse_arguments
 from .models.base import ToolCall
 from .permissions import refusal
 from .slots import Prepared
@@ -44,6 +44,8 @@ class Proposal:
     duration_ms: float = 0.0
     shares: Proposal | None = None
     """An identical call earlier in the same turn: this one does not run, it gets that one's result."""
+    repair: str | None = None
+    """How the model's argument text was mended to be read (models.arguments), if it was."""
 
     @property
     def runnable(self) -> bool:
@@ -160,7 +162,8 @@ class ProposalChecker:
         self._batch: dict[str, Proposal] = {}  # fingerprint -> its first runnable call this turn
 
     def check(self, call: ToolCall, turn: int, offered: set[str]) -> Proposal:
-        arguments, parse_error = _parse_arguments(call.arguments)
+        parsed = parse_arguments(call.arguments)
+        arguments, parse_error = parsed.value, parsed.error
         tool = self.registry.get(call.name)
         prepared = self.prepare(tool, arguments) if tool and self.prepare and parse_error is None else None
         arguments = prepared.arguments if prepared else arguments
@@ -170,6 +173,7 @@ class ProposalChecker:
         fp = fingerprint(tool.qualified_name if tool else call.name, arguments)
         decision = self.repeats.check(fp, tool, turn) if tool else self.repeats.check_unknown(fp, turn)
         p = Proposal(call, turn, arguments, fp, tool, decision, changed=prepared.changed if prepared else None)
+        p.repair = parsed.repair
         if decision.action == "stopped":
             p.result = ToolResult.failure(
                 "repeated_call",
@@ -239,12 +243,3 @@ def normalised(validated: BaseModel) -> Any:
         return validated.model_dump(mode="json")
     except (ValueError, TypeError):  # a value JSON cannot hold; its Python form still fingerprints
         return validated.model_dump()
-
-
-def _parse_arguments(raw: str) -> tuple[Any, str | None]:
-    if raw is None or not raw.strip():
-        return {}, None
-    try:
-        return json.loads(raw), None
-    except (json.JSONDecodeError, RecursionError) as error:
-        return raw, str(error)

@@ -3,11 +3,15 @@ outcome of running it becomes a `ToolResult` the model can read."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
+import resource
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -115,6 +119,35 @@ def failure_parsers(*parsers: ResultParser) -> ResultParser:
     return parse
 
 
+RUSAGE_THREAD: int | None = getattr(resource, "RUSAGE_THREAD", None)  # Linux
+INLINE_LIMIT_S = 0.005
+"""A sync tool whose calls return within this runs on the event loop, not in a worker thread."""
+INLINE_AFTER = 3
+"""Calls a sync tool of undeclared pace makes in a worker thread before it may run inline."""
+
+
+def _waits_so_far() -> int:
+    """Times this thread has given up the CPU to wait (sleep, I/O, a lock): what tells a call that
+    blocked from one the machine's load preempted (that is an involuntary switch). -1 where unknown."""
+    return resource.getrusage(RUSAGE_THREAD).ru_nvcsw if RUSAGE_THREAD is not None else -1
+
+
+@dataclass
+class ToolPace:
+    """How an undeclared sync tool's calls went: it runs inline (no thread hop) once its first
+    `INLINE_AFTER` calls returned within `INLINE_LIMIT_S`, and goes back to a worker thread for
+    good (where the timeout holds) once a call took longer because it waited. A call slowed down
+    only by a busy machine does not count (where the platform tells the two apart)."""
+
+    calls: int = 0
+    blocks: bool = False
+
+    def note(self, seconds: float, waited: bool = True) -> None:
+        self.calls += 1
+        if seconds > INLINE_LIMIT_S and waited:
+            self.blocks = True
+
+
 @dataclass(frozen=True)
 class Tool:
     """A callable the model may propose, with the flags the runtime needs to guard it."""
@@ -132,6 +165,11 @@ class Tool:
     roles: frozenset[str] | None = None
     requires_approval: bool = False
     is_async: bool = field(default=False)
+    blocking: bool | None = None
+    """Sync tools only. True: every call runs in a worker thread, so its timeout holds. False:
+    calls run on the event loop (a quick function that never waits on I/O). None: detected
+    (ToolPace); a sync tool with its own `timeout` counts as blocking."""
+    pace: ToolPace = field(default_factory=ToolPace, init=False, compare=False, repr=False)
     context_arg: str | None = None
     """The parameter annotated `RunContext[...]`, filled by the runtime and absent from the schema."""
 
@@ -145,6 +183,7 @@ class Tool:
 
     @property
     def parameters(self) -> dict[str, Any]:
+        """The arguments' JSON Schema, from the argument model (a subclass may give its own)."""
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
@@ -152,27 +191,53 @@ class Tool:
                 prop.pop("title", None)
         return schema
 
-    def openai_schema(self) -> dict[str, Any]:
+    @cached_property
+    def _wire_schema(self) -> dict[str, Any]:
         return {
             "type": "function",
-            "function": {
-                "name": self.wire_name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
+            "function": {"name": self.wire_name, "description": self.description, "parameters": self.parameters},
         }
 
+    def openai_schema(self) -> dict[str, Any]:
+        """The OpenAI tool entry. Computed once per tool and shared: treat it as read-only."""
+        return self._wire_schema
+
+    @property
+    def runs_inline(self) -> bool:
+        """Whether a call runs on the event loop: a sync tool declared or found quick."""
+        if self.is_async or self.blocking:
+            return False
+        if self.blocking is False:
+            return True
+        return self.timeout is None and self.pace.calls >= INLINE_AFTER and not self.pace.blocks
+
     async def call(self, arguments: BaseModel) -> Any:
-        """Run the function with validated arguments (and the run's context, when it asks for
-        one); sync functions run in a worker thread."""
+        """Run the function with validated arguments: async functions awaited, quick sync ones
+        inline (`runs_inline`), other sync ones in a worker thread."""
+        if self.is_async:
+            return await self.fn(**self._kwargs(arguments))
+        if self.runs_inline:
+            return self.call_inline(arguments)
+        return await asyncio.to_thread(self._timed, self._kwargs(arguments))
+
+    def call_inline(self, arguments: BaseModel) -> Any:
+        """Run a sync tool on the calling thread (no timeout can interrupt it), timing it."""
+        return self._timed(self._kwargs(arguments))
+
+    def _kwargs(self, arguments: BaseModel) -> dict[str, Any]:
         kwargs = {name: getattr(arguments, name) for name in type(arguments).model_fields}
         if self.context_arg is not None:
             kwargs[self.context_arg] = context_now()
-        if self.is_async:
-            return await self.fn(**kwargs)
-        import asyncio
+        return kwargs
 
-        return await asyncio.to_thread(self.fn, **kwargs)
+    def _timed(self, kwargs: dict[str, Any]) -> Any:
+        if self.blocking is not None:
+            return self.fn(**kwargs)
+        began, waits = time.perf_counter(), _waits_so_far()
+        try:
+            return self.fn(**kwargs)
+        finally:
+            self.pace.note(time.perf_counter() - began, waited=waits < 0 or _waits_so_far() > waits)
 
     def to_result(self, raw: Any) -> ToolResult:
         if isinstance(raw, ToolResult):
@@ -238,6 +303,7 @@ def tool(
     timeout: float | None = None,
     roles: Iterable[str] | None = None,
     requires_approval: bool = False,
+    blocking: bool | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -255,8 +321,11 @@ def tool(
     timeout: float | None = None,
     roles: Iterable[str] | None = None,
     requires_approval: bool = False,
+    blocking: bool | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Declare a tool from a typed function (sync or async); usable bare or with options."""
+    """Declare a tool from a typed function (sync or async); usable bare or with options.
+    `blocking=True` for a sync function that may wait (I/O, subprocesses, big files): it then
+    always runs in a worker thread where its timeout holds (see Tool.blocking)."""
 
     def build(func: Callable[..., Any]) -> Tool:
         tool_name = name or func.__name__
@@ -277,12 +346,15 @@ def tool(
             roles=frozenset(roles) if roles is not None else None,
             requires_approval=requires_approval,
             is_async=inspect.iscoroutinefunction(func),
+            blocking=blocking,
         )
 
     if fn is not None:
         return build(fn)
     return build
 
+
+MAX_OFFERS_KEPT = 256
 
 ToolLike = Tool | Callable[..., Any] | Callable[..., Awaitable[Any]]
 
@@ -292,6 +364,7 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._offers: dict[tuple[str, ...] | None, list[dict[str, Any]]] = {}
         for item in tools:
             self.add(item)
 
@@ -300,6 +373,7 @@ class ToolRegistry:
         if declared.qualified_name in self._tools:
             raise ToolDefinitionError(f"tool {declared.qualified_name!r} is already registered")
         self._tools[declared.qualified_name] = declared
+        self._offers.clear()
         return declared
 
     def get(self, name: str) -> Tool | None:
@@ -318,7 +392,13 @@ class ToolRegistry:
         return list(self._tools)
 
     def openai_tools(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-        """The OpenAI-style `tools=[...]` list, for all tools or the named subset in order."""
-        if names is None:
-            return [t.openai_schema() for t in self._tools.values()]
-        return [t.openai_schema() for n in names if (t := self.get(n)) is not None]
+        """The OpenAI-style `tools=[...]` list, for all tools or the named subset in order; built
+        once per offered set (a new list each call, its entries shared: treat them as read-only)."""
+        key = None if names is None else tuple(names)
+        offer = self._offers.get(key)
+        if offer is None:
+            if len(self._offers) >= MAX_OFFERS_KEPT:  # tool search can offer many sets: keep the cache bounded
+                self._offers.clear()
+            chosen = self._tools.values() if key is None else (t for n in key if (t := self.get(n)) is not None)
+            offer = self._offers[key] = [t.openai_schema() for t in chosen]
+        return list(offer)

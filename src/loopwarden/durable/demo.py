@@ -31,10 +31,10 @@ from ..agent import Agent
 from ..approval import ApprovalGate
 from ..config import LoopConfig
 from ..events import Event, EventStamper, RunFinished
+from ..hooks import idempotency_key
 from ..models.base import ModelReply, ModelRequest, ToolCall, Usage
 from ..report.events import ReportFinished
 from ..tools import Tool, tool
-from .steps import idempotency_key
 
 REPEATED_TURNS = frozenset({2, 5, 6})
 HOLD_POLL_S = 0.02

@@ -10,8 +10,9 @@ The character-level sign looks at the tail of the text (a chant runs to the end 
 model was allowed to write), for a unit of 1 to 32 non-space characters repeated at least 10
 times over at least 40 characters. A unit needs two different letters or digits, so runs of
 one digit (`1000000000000`), of punctuation (`----`, `....`) or a column of one value are not
-chants; a run of one letter must be 40 long. `chant(text)` is the check on its own, for the
-tail of a stream or an answer given with no tools.
+chants; a run of one letter must be 40 long. `chant(text)` is the check on its own, for an
+answer given with no tools; `StreamWatch` applies it to the tail of a streamed reply as it
+arrives and cuts the stream when it chants.
 
 Every reply showing a sign is a strike; strikes climb the ladder (steer, narrow, stop).
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .detector import Detector
@@ -175,3 +177,31 @@ class RepetitionDetector(Detector):
         """Whether this reply carried no tool call (replies with calls narrate work and may repeat)."""
         last = state.replies[-1] if state.replies else None
         return last is not None and last.turn == turn and last.n_calls == 0
+
+
+class ChantInStream(Exception):
+    """Raised from inside a model's stream when its tail chants: the reply is cut there."""
+
+    def __init__(self, text: str, evidence: str) -> None:
+        super().__init__(evidence)
+        self.text, self.evidence = text, evidence
+
+
+class StreamWatch:
+    """Passes each piece of streamed text on, and stops the stream (`ChantInStream`) as soon as
+    the tail of what arrived chants, instead of paying for the rest of a degenerate reply."""
+
+    def __init__(self, forward: Callable[[str], None], every: int = 256) -> None:
+        self.forward, self.every = forward, every
+        self.text = ""
+        self._unchecked = 0
+
+    def __call__(self, delta: str) -> None:
+        self.forward(delta)
+        self.text = (self.text + delta)[-2 * TAIL :]
+        self._unchecked += len(delta)
+        if self._unchecked >= self.every:
+            self._unchecked = 0
+            found = chant(self.text)
+            if found is not None:
+                raise ChantInStream(self.text, found)

@@ -59,6 +59,8 @@ class ModelRequest(BaseModel):
     messages: list[Message]
     tools: list[dict[str, Any]] = Field(default_factory=list)
     tool_choice: ToolChoice | None = None
+    max_tokens: int | None = None
+    """The most output this call may write (a stage's cap); None = the endpoint's default."""
     on_text: Callable[[str], None] | None = Field(default=None, exclude=True, repr=False)
     """Set when the caller streams text (`Agent.stream_text`): a model that can stream calls it
     with each piece of reply text as it arrives, and still returns the whole reply. Models
@@ -83,6 +85,9 @@ class ModelReply(BaseModel):
     finish_reason: str | None = None
     model: str | None = None
     notes: list[ClientNote] = Field(default_factory=list)
+    attempts: int = 1
+    """HTTP requests that reached the server for this reply, failed ones included (each is a
+    model call in the totals; `usage` covers them all)."""
 
     def assistant_message(self) -> Message:
         """The assistant message to append to the history, in OpenAI format."""

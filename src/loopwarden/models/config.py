@@ -20,6 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from ..errors import ConfigError as ConfigError  # its home is loopwarden.errors
 from ..guard.budget import Price
 
+ToolCallContent = Literal["empty", "omit", "null"]
+"""How an assistant turn that made tool calls carries its (absent) text: `"content": ""`,
+no `content` key, or `"content": null`. OpenAI accepts all three; servers that validate
+strictly (llama-cpp-python) reject null with an HTTP 500."""
+TOOL_CALL_CONTENT_SHAPES: tuple[ToolCallContent, ...] = ("empty", "omit", "null")
+
 PresetName = Literal["deepseek", "openai", "ollama", "vllm", "llamacpp", "lmstudio"]
 Tier = Literal["cheap", "main", "vision"]
 
@@ -36,6 +42,8 @@ class Preset(BaseModel):
     needs_key: bool = True
     reasoning_echo: bool = False
     """Whether the provider wants `reasoning_content` sent back on assistant tool-call turns."""
+    any_model_name: bool = False
+    """The server serves whatever it loaded under any requested name (llama.cpp)."""
 
 
 PRESETS: dict[str, Preset] = {
@@ -61,7 +69,11 @@ PRESETS: dict[str, Preset] = {
     ),
     "vllm": Preset(base_url="http://127.0.0.1:8000/v1", cheap_model="default", main_model="default", needs_key=False),
     "llamacpp": Preset(
-        base_url="http://127.0.0.1:8080/v1", cheap_model="default", main_model="default", needs_key=False
+        base_url="http://127.0.0.1:8080/v1",
+        cheap_model="default",
+        main_model="default",
+        needs_key=False,
+        any_model_name=True,
     ),
     "lmstudio": Preset(
         base_url="http://127.0.0.1:1234/v1", cheap_model="default", main_model="default", needs_key=False
@@ -92,6 +104,9 @@ CONFIG_FIELDS = (
     "retry_max_delay",
     "reasoning_echo",
     "extra_body",
+    "context_window",
+    "tool_call_content",
+    "record_dir",
 )
 """Every setting, by the same name in flags (keyword arguments), the environment (LOOPWARDEN_ + upper
 case) and the TOML file. `model` names one model for every tier: in each source it fills the tiers
@@ -121,6 +136,18 @@ class EndpointConfig(BaseModel):
     """Send `reasoning_content` back on assistant tool-call turns; None = as the preset says."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
     """Provider-specific request fields, e.g. {"thinking": {"type": "disabled"}} for DeepSeek."""
+    context_window: int | None = Field(default=None, gt=0)
+    """Tokens the model accepts (prompt + output); None = learned from the server where it says."""
+    tool_call_content: ToolCallContent = "empty"
+    """The `content` of assistant tool-call turns (`loopwarden doctor` says which one the endpoint needs)."""
+    record_dir: Path | None = None
+    """Record every exchange with the endpoint as cassettes here (`<tier>-<pid>.cassette.json`),
+    for `loopwarden eval-import`."""
+
+    @property
+    def any_model_name(self) -> bool:
+        preset = PRESETS.get(self.preset or "")
+        return bool(preset and preset.any_model_name)
 
     def model_for(self, tier: Tier) -> str:
         if tier == "vision":

@@ -27,6 +27,8 @@ from .scan import ScanResult
 from .tools import ExplorationContext, exploration_tools
 
 STEP_BUDGET = 20
+EXPLORE_MAX_TOKENS = 1024
+"""A tool turn needs a call, not an essay: a weak model otherwise writes until the context is full."""
 CUT_OFF_MESSAGE = "repeated identical tool call detected — exploration cut off, writing from what has been read"
 
 SYSTEM_PROMPT = """You are a careful data analyst. A user pointed you at a data folder whose file names and
@@ -93,6 +95,7 @@ async def explore(
         policy="fail" if strict else "degrade",
         wrap_up=False,
         phase="exploration",
+        max_output_tokens=EXPLORE_MAX_TOKENS,
     )
     if approve_code and approvals is None:
         approvals = DenyAll()  # without a gate the agent would pause, and a report run cannot resume
@@ -104,9 +107,24 @@ async def explore(
             finished = event
         yield event
     stop_reason = finished.stop_reason if finished else "no_result"
+    groups = ctx.group_records()
+    ctx.coverage.note_groups(groups)
+    ctx.coverage.note_scan_skips(scan)
+    ledger = ctx.coverage.ledger()
+    unread = ledger.by_status("unread")
     if ctx.finished is not None:
-        record = ctx.finished
-        degraded = False
+        record = ctx.finished.model_copy(update={"unread_at_finish": unread})
+        read_any = bool(ledger.by_status("read") or ledger.by_status("partial"))
+        # Finishing with files unread is allowed (and said in the gaps and the Methods); finishing
+        # having read nothing at all leaves findings with nothing under them.
+        degraded = bool(ledger.files) and not read_any
+        if degraded:
+            stop_reason = "finished_without_reading"
+            message = (
+                f"finish_exploration was called with 0 of {len(ledger.files)} files read — "
+                "its findings rest on no file; writing from the scan"
+            )
+            yield stamper(ExplorationCutOff, stop_reason=stop_reason, message=message, strict=strict)
     else:
         record = fallback_record(ctx)
         if finished is not None and isinstance(finished.output, str) and finished.output.strip():
@@ -116,14 +134,11 @@ async def explore(
         degraded = True
         yield stamper(ExplorationCutOff, stop_reason=stop_reason, message=_cut_off_message(stop_reason, strict),
                       strict=strict)  # fmt: skip
-    groups = ctx.group_records()
-    ctx.coverage.note_groups(groups)
-    ctx.coverage.note_scan_skips(scan)
     record = record.model_copy(
         update={
             "figures": sorted(ctx.figures, key=lambda f: f.path),
             "tables": [ctx.tables[path] for path in sorted(ctx.tables)],
-            "coverage": ctx.coverage.ledger(),
+            "coverage": ledger,
             "groups": groups,
             "offline": bool(getattr(model, "offline", False)),
             "stop_reason": stop_reason,

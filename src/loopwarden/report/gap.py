@@ -57,7 +57,8 @@ def find_gaps(template: Template, record: ExplorationRecord, scan: ScanResult, *
     ]
     if unread:
         listed = ", ".join(unread[:5]) + (" ..." if len(unread) > 5 else "")
-        gaps.append(Gap(kind="coverage", message=f"{len(unread)} file(s) were not read: {listed}"))
+        when = " when the exploration was finished" if record.unread_at_finish else ""
+        gaps.append(Gap(kind="coverage", message=f"{len(unread)} file(s) were not read{when}: {listed}"))
     return gaps
 
 

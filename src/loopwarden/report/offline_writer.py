@@ -54,11 +54,15 @@ TEXT: dict[str, dict[Lang, str]] = {
         "zh": "未发现要求与材料之间的缺口。",
     },
     "coverage_intro": {"en": "Coverage of the data folder:", "zh": "数据文件夹的覆盖情况："},
-    "methods_default": {
-        "en": "The folder was listed without reading contents, then explored file by file; tables were "
-        "summarised with descriptive statistics and figures were made from the data.",
-        "zh": "先在不读取内容的情况下列出文件夹，再逐个文件探索；数据表以描述性统计概括，并由数据生成图。",
+    "methods_done": {
+        "en": "The folder was listed without reading contents, then explored with tools: {read} of {total} "
+        "file(s) were read in full and {partial} in part; {tables} table(s) were summarised with descriptive "
+        "statistics; {figures} figure(s) were made from the data.",
+        "zh": "先在不读取内容的情况下列出文件夹，再用工具探索："
+        "{total} 个文件中 {read} 个完整读取、{partial} 个部分读取；"
+        "{tables} 个数据表以描述性统计概括；由数据生成了 {figures} 张图。",
     },
+    "methods_unread": {"en": "Not read: {paths}.", "zh": "未读取：{paths}。"},
     "degraded": {
         "en": "The exploration was cut off early ({reason}); the report rests on what was read.",
         "zh": "探索提前终止（{reason}）；本报告基于已读取的内容。",
@@ -177,9 +181,29 @@ def _data(inp: WriterInput) -> str:
     return "\n\n".join(lines)
 
 
+def _what_was_done(r: ExplorationRecord, lang: Lang) -> str:
+    """What the exploration actually read and made, from the tools' ledger (never the model's say-so)."""
+    ledger = r.coverage
+    done = t(
+        "methods_done",
+        lang,
+        read=len(ledger.by_status("read")),
+        partial=len(ledger.by_status("partial")),
+        total=len(ledger.files),
+        tables=len(r.tables),
+        figures=len(r.figures),
+    )
+    unread = ledger.by_status("unread")
+    if unread:
+        shown = ", ".join(unread[:8]) + (", ..." if len(unread) > 8 else "")
+        done += " " + t("methods_unread", lang, paths=shown)
+    return done
+
+
 def _methods(inp: WriterInput) -> str:
     r, lang = inp.record, inp.lang
-    parts = [escape(r.methodology_notes) if r.methodology_notes else escape(t("methods_default", lang))]
+    parts = [escape(r.methodology_notes)] if r.methodology_notes else []
+    parts.append(escape(_what_was_done(r, lang)))
     if r.tables:
         parts.append(escape(t("tables_profiled", lang)))
         items = [

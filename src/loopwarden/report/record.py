@@ -86,3 +86,5 @@ class ExplorationRecord(BaseModel):
     offline: bool = False
     stop_reason: str = ""
     degraded: bool = False
+    unread_at_finish: list[str] = Field(default_factory=list)
+    """Files no tool had read when the model called finish_exploration (allowed, and said)."""

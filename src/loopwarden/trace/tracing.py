@@ -23,6 +23,7 @@ from ..models.base import Model
 from .exchanges import TracedModel
 from .recorder import TraceRecorder
 from .store import RunStore
+from .writer import RunWriter
 
 TRACE_DB_ENV = "LOOPWARDEN_TRACE_DB"
 
@@ -37,14 +38,20 @@ class Tracer:
         if (store is None) == (sink is None):
             raise ConfigError("a Tracer needs exactly one of a store or a sink")
         self.store, self.sink, self.kind = store, sink, kind
+        self._writers: dict[str, RunWriter] = {}  # a run's, from model() until record() takes it
 
     def model(self, model: Model, run_id: str) -> Model:
-        """The model a run calls: with a store, every exchange is committed under `run_id`."""
-        return model if self.store is None else TracedModel(model, self.store, run_id)
+        """The model a run calls: with a store, every exchange is kept under `run_id`, committed
+        with the run's events when `record` is given the same run id."""
+        if self.store is None:
+            return model
+        writer = self._writers.get(run_id) or self._writers.setdefault(run_id, RunWriter(self.store, run_id))
+        return TracedModel(model, self.store, run_id, writer)  # every model of the run shares the run's writer
 
-    def record(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    def record(self, events: AsyncIterator[Event], run_id: str | None = None) -> AsyncIterator[Event]:
         if self.store is not None:
-            return TraceRecorder(self.store, kind=self.kind).record(events)
+            writer = self._writers.pop(run_id, None) if run_id is not None else None
+            return TraceRecorder(self.store, kind=self.kind, writer=writer).record(events)
         assert self.sink is not None
         return _to_sink(events, self.sink)
 

@@ -126,7 +126,7 @@ class FigureSandbox:
             "open_files": limits.open_files,
             "landlock_abi": self.isolation.landlock_abi if self.layer == "landlock+seccomp" else None,
             "seccomp": self.isolation.seccomp and self.layer != "rlimits-only",
-            "read_only": [*_python_paths(), str(self.data_root), "/usr/share/fonts", "/usr/share/matplotlib"],
+            "read_only": [*python_paths(), str(self.data_root), "/usr/share/fonts", "/usr/share/matplotlib"],
             "read_write": [str(staging), "/dev/null"],
         }
 
@@ -136,7 +136,7 @@ class FigureSandbox:
             return python
         assert self.isolation.bwrap is not None
         argv = [self.isolation.bwrap, "--unshare-all", "--die-with-parent", "--proc", "/proc", "--dev", "/dev"]
-        for path in ["/usr", "/lib", "/lib64", "/bin", "/etc/fonts", *_python_paths()]:
+        for path in ["/usr", "/lib", "/lib64", "/bin", "/etc/fonts", *python_paths()]:
             argv += ["--ro-bind-try", path, path]
         argv += ["--ro-bind", str(self.data_root), str(self.data_root)]
         argv += ["--ro-bind", str(Path(paths_module.__file__).parent), str(Path(paths_module.__file__).parent)]
@@ -270,7 +270,7 @@ def _died(result: ChildResult) -> str:
     return f"the figure process exited with code {result.returncode}: {' / '.join(tail)}"
 
 
-def _python_paths() -> list[str]:
+def python_paths() -> list[str]:
     found = {sys.prefix, sys.base_prefix, sys.exec_prefix}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         with contextlib.suppress(KeyError):
