@@ -37,6 +37,7 @@ def scenario(steps: int) -> Scenario:
         onset=1,
         checklist=(),
         metered=False,
+        min_cap=steps + 10,
     )
 
 

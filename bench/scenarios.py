@@ -92,6 +92,8 @@ class Scenario:
     """(tool, args) that must have run for the task to count as done."""
     metered: bool = True
     """Whether the model counts the tokens it is sent (the waste benchmark) or not (overhead)."""
+    min_cap: int = 0
+    """Model calls a run may make before the benchmark ends it, at least (a long healthy run)."""
 
     def completed(self, world: World) -> bool:
         ran = set(world.executed)
@@ -211,8 +213,9 @@ class Meter:
     def decide(self, *, prompt_chars: Callable[[], int], tools_offered: bool, steered: bool = False) -> Decision:
         """`prompt_chars` measures what the framework sent; called only for a metered scenario
         (it reads the whole history: the overhead benchmark keeps its model's cost flat)."""
-        if self.calls >= MEASUREMENT_CAP:
-            raise CapReached(f"{MEASUREMENT_CAP} model calls and the framework has not stopped")
+        cap = max(MEASUREMENT_CAP, self.scenario.min_cap)
+        if self.calls >= cap:
+            raise CapReached(f"{cap} model calls and the framework has not stopped")
         self.input_tokens.append(prompt_chars() // 4 if self.scenario.metered else 0)
         if not tools_offered:
             return Answer("Here is what I found so far.")

@@ -10,8 +10,11 @@ Strategies do no I/O: files are written in the test body, from drawn values.
 
 from __future__ import annotations
 
+import fnmatch
 import os
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -22,3 +25,26 @@ settings.register_profile(
 )
 settings.register_profile("ci", settings.get_profile("loaded"), derandomize=True, database=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") == "true" else "loaded"))
+
+# Tests that start browsers, sandboxed children, xelatex, servers or whole offline explorations:
+# marked `slow`, so `pytest -m "not slow"` is a quick loop while working (CI runs everything).
+SLOW_FILES = (
+    "e2e/*",
+    "test_report_approve_code.py",
+    "test_report_sandbox*.py",
+    "test_report_latex.py",
+    "test_report_compile.py",
+    "test_report_offline*.py",
+    "test_report_cli.py",
+    "test_report_draft.py",
+    "test_report_bib.py",
+    "test_report_tex_containment.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    root = Path(__file__).parent
+    for item in items:
+        relative = Path(str(item.path)).relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        if any(fnmatch.fnmatch(relative, pattern) for pattern in SLOW_FILES):
+            item.add_marker(pytest.mark.slow)

@@ -224,8 +224,13 @@ class Tool:
         """Run a sync tool on the calling thread (no timeout can interrupt it), timing it."""
         return self._timed(self._kwargs(arguments))
 
+    @cached_property
+    def _arg_names(self) -> tuple[str, ...]:
+        return tuple(self.args_model.model_fields)
+
     def _kwargs(self, arguments: BaseModel) -> dict[str, Any]:
-        kwargs = {name: getattr(arguments, name) for name in type(arguments).model_fields}
+        names = self._arg_names if type(arguments) is self.args_model else tuple(type(arguments).model_fields)
+        kwargs = {name: getattr(arguments, name) for name in names}
         if self.context_arg is not None:
             kwargs[self.context_arg] = context_now()
         return kwargs

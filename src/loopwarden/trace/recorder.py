@@ -18,7 +18,7 @@ totals at `run_finished`; a stream that raises, is cancelled or is left unread l
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..events import Event, RunFinished, RunStarted
@@ -40,6 +40,8 @@ class TraceRecorder:
         self.params = dict(params or {})
         self.writer = writer
         """Shared with the run's TracedModel, so its exchanges join the events' transactions."""
+        self.on_done: Callable[[], object] | None = None
+        """Called once the recording has ended, however it ended."""
 
     async def record(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
         writer: RunWriter | None = None
@@ -88,6 +90,9 @@ class TraceRecorder:
                 writer.flush_now()
                 self.store.set_status(writer.run_id, "failed", message=f"{type(error).__name__}: {error}")
             raise
+        finally:
+            if self.on_done is not None:
+                self.on_done()
 
     def _open(self, first: Event) -> None:
         params = dict(self.params)

@@ -50,8 +50,13 @@ class Tracer:
 
     def record(self, events: AsyncIterator[Event], run_id: str | None = None) -> AsyncIterator[Event]:
         if self.store is not None:
-            writer = self._writers.pop(run_id, None) if run_id is not None else None
-            return TraceRecorder(self.store, kind=self.kind, writer=writer).record(events)
+            if run_id is None:
+                return TraceRecorder(self.store, kind=self.kind).record(events)
+            # The run's writer stays findable while it runs: a model handed to mid-run joins it.
+            writer = self._writers.setdefault(run_id, RunWriter(self.store, run_id))
+            recorder = TraceRecorder(self.store, kind=self.kind, writer=writer)
+            recorder.on_done = lambda: self._writers.pop(run_id, None)
+            return recorder.record(events)
         assert self.sink is not None
         return _to_sink(events, self.sink)
 
