@@ -218,6 +218,8 @@ def summary(finished: ReportFinished, out_dir: Path, tally: StageTally | None = 
         read = finished.coverage.get("read", 0) + finished.coverage.get("partial", 0)
         parts = ", ".join(f"{n} {status}" for status, n in sorted(finished.coverage.items()))
         table.add_row("files covered", f"{read} of {sum(finished.coverage.values())} ({parts})")
+    if finished.coverage_notes:
+        table.add_row("not read in full", "\n".join(finished.coverage_notes))
     for name, rel in finished.outputs.items():
         table.add_row(name, str(out_dir / rel))
     return table

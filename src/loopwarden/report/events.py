@@ -141,6 +141,8 @@ class ReportFinished(Event):
     message: str = ""
     coverage: dict[str, int] = Field(default_factory=dict)
     """Files of the data folder by coverage status (read, partial, skipped, unread)."""
+    coverage_notes: list[str] = Field(default_factory=list)
+    """Files not read in full and why (skipped, binary, partial, unreadable; groups read by samples)."""
 
 
 REPORT_EVENTS: tuple[type[Event], ...] = (

@@ -18,6 +18,7 @@ from ..models.base import Model
 from .approvals import DenyAll, gate_code_tools
 from .events import ExplorationCutOff, ExplorationDone, IsolationProbed
 from .findings import cross_table_findings, strongest_correlations, table_findings, title_of
+from .groups import group_files
 from .readers.images import OcrReader
 from .record import ExplorationRecord
 from .sandbox.isolation import probe_isolation
@@ -39,9 +40,24 @@ findings that quote numbers from the data (ranges, trends, peaks, correlations).
 
 
 def exploration_prompt(scan: ScanResult, max_files: int = 150) -> str:
-    listing = "\n".join(f"- {f.path} ({f.kind}, {f.size} bytes)" for f in scan.files[:max_files])
-    more = f"\n... and {len(scan.files) - max_files} more files" if len(scan.files) > max_files else ""
-    return f"The data folder holds {scan.summary()}.\nFiles:\n{listing}{more}\n\nExplore it and finish the exploration."
+    """The listing, with similar files as one line per group (read their samples, not all)."""
+    groups = group_files(scan)
+    sizes = {f.path: f.size for f in scan.files} if len(scan.files) <= max_files else {}
+    lines = [
+        f"- {g.describe()}" if g.grouped else f"- {g.paths[0]} ({g.kind}, {sizes.get(g.paths[0], g.size)} bytes)"
+        for g in groups[:max_files]
+    ]
+    more = f"\n... and {len(groups) - max_files} more files or groups" if len(groups) > max_files else ""
+    hint = (
+        "\nGroups of similar files are listed once: read their samples, they stand for the group."
+        if any(g.grouped for g in groups)
+        else ""
+    )
+    listing = "\n".join(lines)
+    return (
+        f"The data folder holds {scan.summary()}.\nFiles:\n{listing}{more}{hint}\n\n"
+        "Explore it and finish the exploration."
+    )
 
 
 async def explore(
@@ -91,6 +107,9 @@ async def explore(
             finished = event
         yield event
     stop_reason = finished.stop_reason if finished else "no_result"
+    groups = ctx.group_records()
+    ctx.coverage.note_groups(groups)
+    ctx.coverage.note_scan_skips(scan)
     ledger = ctx.coverage.ledger()
     unread = ledger.by_status("unread")
     if ctx.finished is not None:
@@ -120,6 +139,7 @@ async def explore(
             "figures": sorted(ctx.figures, key=lambda f: f.path),
             "tables": [ctx.tables[path] for path in sorted(ctx.tables)],
             "coverage": ledger,
+            "groups": groups,
             "offline": bool(getattr(model, "offline", False)),
             "stop_reason": stop_reason,
             "degraded": degraded,

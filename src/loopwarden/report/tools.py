@@ -17,11 +17,12 @@ from pydantic import Field
 from ..models.base import Model
 from ..tools import Tool, ToolResult, tool
 from .coverage import CoverageTracker
+from .groups import FileGroup, group_files
 from .hostpaths import scrub_host_paths
-from .paths import OUT_OF_BOUNDS, OutOfBounds, PathGuard
+from .paths import OUT_OF_BOUNDS, OutOfBounds, PathGuard, shown_name
 from .readers import FileReader
 from .readers.images import MAX_IMAGE_BYTES, OcrReader, read_image_bytes
-from .record import ExplorationRecord, FigureRecord, TableProfile
+from .record import ExplorationRecord, FigureRecord, FileGroupRecord, TableProfile
 from .sandbox.runner import FigureSandbox
 from .scan import IMAGE_EXTS, ScanResult, extension
 
@@ -45,11 +46,21 @@ class ExplorationContext:
     texts: dict[str, str] = field(default_factory=dict)
     """Text read per file (documents), for findings when the phase is cut off."""
     finished: ExplorationRecord | None = None
+    groups: list[FileGroup] = field(init=False)
+    """Similar files: a group of many is explored through its samples."""
 
     def __post_init__(self) -> None:
         self.guard = PathGuard(self.root)
         self.reader = FileReader(self.guard)
         self.coverage = CoverageTracker(self.scan)
+        self.groups = group_files(self.scan)
+
+    def group_records(self) -> list[FileGroupRecord]:
+        return [
+            FileGroupRecord(pattern=g.pattern, count=len(g.paths), samples=g.samples, size=g.size)
+            for g in self.groups
+            if g.grouped
+        ]
 
     @property
     def figures_enabled(self) -> bool:
@@ -212,6 +223,7 @@ def _listing(fd: int) -> list[str]:
         for entry in sorted(entries, key=lambda e: e.name):
             if entry.name.startswith("."):
                 continue
+            name = shown_name(entry.name)
             if len(lines) >= MAX_LISTING:
                 lines.append("... (more entries not shown; list a sub-folder instead)")
                 break
@@ -220,12 +232,12 @@ def _listing(fd: int) -> list[str]:
             except OSError:  # removed between listing and stat
                 continue
             if stat.S_ISDIR(info.st_mode):
-                lines.append(f"{entry.name}/")
+                lines.append(f"{name}/")
             elif stat.S_ISLNK(info.st_mode):
-                lines.append(f"{entry.name} (symlink)")
+                lines.append(f"{name} (symlink)")
             elif stat.S_ISREG(info.st_mode):
-                hint = " (image)" if extension(entry.name) in IMAGE_EXTS else ""
-                lines.append(f"{entry.name}  {info.st_size} bytes{hint}")
+                hint = " (image)" if extension(name) in IMAGE_EXTS else ""
+                lines.append(f"{name}  {info.st_size} bytes{hint}")
     return lines
 
 
