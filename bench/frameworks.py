@@ -91,13 +91,14 @@ async def run_loopwarden(scenario: Scenario, limit: int | None = None) -> Outcom
     meter, world = Meter(scenario), World()
 
     def model(request: ModelRequest) -> Any:
-        users = sum(1 for m in request.messages if m.get("role") == "user")
+        # Steering shows as user messages after the first (read only when metered: it scans the history).
+        steered = scenario.metered and sum(1 for m in request.messages if m.get("role") == "user") > 1
         asked_to_answer = not request.tools and request.messages[-1].get("role") == "user"
         # With tools merely narrowed away, a collapsed model goes on calling them (the strict case).
         decision = meter.decide(
-            prompt_chars=chars([_readable(m) for m in request.messages]),
+            prompt_chars=lambda: chars([_readable(m) for m in request.messages]),
             tools_offered=not asked_to_answer,
-            steered=users > 1,
+            steered=steered,
         )
         if isinstance(decision, Answer):
             return decision.text
@@ -140,11 +141,13 @@ async def run_langgraph(scenario: Scenario, limit: int | None = None) -> Outcome
         def _generate(
             self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
         ) -> ChatResult:
-            payload = [
-                _readable({"role": m.type, "content": m.content, "tool_calls": getattr(m, "tool_calls", None)})
-                for m in messages
-            ]
-            decision = meter.decide(prompt_chars=chars(payload), tools_offered=True)
+            def payload() -> list[dict[str, Any]]:
+                return [
+                    _readable({"role": m.type, "content": m.content, "tool_calls": getattr(m, "tool_calls", None)})
+                    for m in messages
+                ]
+
+            decision = meter.decide(prompt_chars=lambda: chars(payload()), tools_offered=True)
             if isinstance(decision, Answer):
                 message = AIMessage(content=decision.text)
             else:
@@ -193,9 +196,11 @@ async def run_openai_agents(scenario: Scenario, limit: int | None = None) -> Out
         async def get_response(
             self, system_instructions: Any, input: Any, model_settings: Any, tools: Any, *a: Any, **kw: Any
         ) -> ModelResponse:
-            items = [input] if isinstance(input, str) else [_readable(dict(i)) for i in input]
-            payload = [system_instructions, items]
-            decision = meter.decide(prompt_chars=chars(payload), tools_offered=bool(tools))
+            def payload() -> list[Any]:
+                items = [input] if isinstance(input, str) else [_readable(dict(i)) for i in input]
+                return [system_instructions, items]
+
+            decision = meter.decide(prompt_chars=lambda: chars(payload()), tools_offered=bool(tools))
             if isinstance(decision, Answer):
                 text = ResponseOutputText(text=decision.text, type="output_text", annotations=[])
                 output: list[Any] = [
@@ -244,11 +249,13 @@ async def run_pydantic_ai(scenario: Scenario, limit: int | None = None) -> Outco
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         # What reaches a real model: kinds, text, tool names and arguments (not timestamps or ids).
-        payload = [
-            [{k: getattr(p, k, None) for k in ("part_kind", "content", "tool_name", "args")} for p in m.parts]
-            for m in messages
-        ]
-        decision = meter.decide(prompt_chars=chars(payload), tools_offered=bool(info.function_tools))
+        def payload() -> list[Any]:
+            return [
+                [{k: getattr(p, k, None) for k in ("part_kind", "content", "tool_name", "args")} for p in m.parts]
+                for m in messages
+            ]
+
+        decision = meter.decide(prompt_chars=lambda: chars(payload()), tools_offered=bool(info.function_tools))
         if isinstance(decision, Answer):
             return ModelResponse(parts=[TextPart(decision.text)])
         return ModelResponse(parts=[ToolCallPart(decision.tool, decision.args, tool_call_id=f"c{meter.calls}")])
@@ -291,8 +298,10 @@ def _run_smolagents_sync(scenario: Scenario, limit: int | None) -> Outcome:
             tools_to_call_from: Any = None,
             **kw: Any,
         ) -> ChatMessage:
-            payload = [{"role": str(m.role), "content": m.content} for m in messages]
-            decision = meter.decide(prompt_chars=chars(payload), tools_offered=bool(tools_to_call_from))
+            def payload() -> list[dict[str, Any]]:
+                return [{"role": str(m.role), "content": m.content} for m in messages]
+
+            decision = meter.decide(prompt_chars=lambda: chars(payload()), tools_offered=bool(tools_to_call_from))
             if isinstance(decision, Answer):
                 name, args = "final_answer", {"answer": decision.text}
                 if not tools_to_call_from:  # provide_final_answer asks for plain text

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import platform
-import re
 import sys
 import warnings
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
+import bench_detectors
 import collapse_waste
 import overhead
 from frameworks import RUNNERS
+from readme_blocks import write_blocks
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 PACKAGES = ("loopwarden", "langgraph", "openai-agents", "pydantic-ai-slim", "smolagents")
 
 
@@ -33,32 +32,24 @@ def versions() -> str:
     return f"Python {platform.python_version()}; " + ", ".join(found)
 
 
-def replace_block(text: str, name: str, body: str) -> str:
-    pattern = re.compile(rf"(<!-- bench:{name}:start -->\n).*?(<!-- bench:{name}:end -->)", re.DOTALL)
-    if not pattern.search(text):
-        raise SystemExit(f"README.md has no <!-- bench:{name}:start/end --> markers")
-    return pattern.sub(lambda m: m.group(1) + body.rstrip() + "\n" + m.group(2), text)
-
-
 def main() -> int:
     warnings.simplefilter("ignore")
     frameworks = list(RUNNERS)
     waste = collapse_waste.table(asyncio.run(collapse_waste.measure(frameworks)))
     waste_block = f"{waste}\n\n{collapse_waste.notes()}\n\n_{versions()}._\n"
     speed = overhead.table(asyncio.run(overhead.measure(frameworks)))
+    growth = overhead.growth_table(asyncio.run(overhead.measure_growth()))
+    detectors = bench_detectors.table(bench_detectors.measure(150, 7), 150)
     speed_block = (
-        f"{speed}\n\n_{overhead.STEPS} steps, median of {overhead.REPEATS} interleaved runs after a warm-up run,"
+        f"{speed}\n\n{growth}\n\n{detectors}\n\n_Median of {overhead.REPEATS} interleaved runs after a warm-up run"
+        " (detectors: 7), default detectors on and tracing off unless a row says otherwise,"
         " on a shared 2-core machine (ratios move by tens of percent from run to run);"
         f" {versions()}._\n"
     )
     print(waste_block)
     print(speed_block)
     if "--readme" in sys.argv:
-        text = README.read_text(encoding="utf-8")
-        text = replace_block(text, "collapse", waste_block)
-        text = replace_block(text, "overhead", speed_block)
-        README.write_text(text, encoding="utf-8")
-        print(f"updated {README}")
+        write_blocks({"collapse": waste_block, "overhead": speed_block})
     return 0
 
 

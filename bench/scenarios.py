@@ -90,6 +90,10 @@ class Scenario:
     for a healthy task, where nothing is waste."""
     checklist: tuple[tuple[str, dict[str, Any]], ...]
     """(tool, args) that must have run for the task to count as done."""
+    metered: bool = True
+    """Whether the model counts the tokens it is sent (the waste benchmark) or not (overhead)."""
+    min_cap: int = 0
+    """Model calls a run may make before the benchmark ends it, at least (a long healthy run)."""
 
     def completed(self, world: World) -> bool:
         ran = set(world.executed)
@@ -206,10 +210,13 @@ class Meter:
     input_tokens: list[int] = field(default_factory=list)
     steered_at: int | None = None
 
-    def decide(self, *, prompt_chars: int, tools_offered: bool, steered: bool = False) -> Decision:
-        if self.calls >= MEASUREMENT_CAP:
-            raise CapReached(f"{MEASUREMENT_CAP} model calls and the framework has not stopped")
-        self.input_tokens.append(prompt_chars // 4)
+    def decide(self, *, prompt_chars: Callable[[], int], tools_offered: bool, steered: bool = False) -> Decision:
+        """`prompt_chars` measures what the framework sent; called only for a metered scenario
+        (it reads the whole history: the overhead benchmark keeps its model's cost flat)."""
+        cap = max(MEASUREMENT_CAP, self.scenario.min_cap)
+        if self.calls >= cap:
+            raise CapReached(f"{cap} model calls and the framework has not stopped")
+        self.input_tokens.append(prompt_chars() // 4 if self.scenario.metered else 0)
         if not tools_offered:
             return Answer("Here is what I found so far.")
         if steered and self.steered_at is None:

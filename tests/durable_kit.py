@@ -36,8 +36,7 @@ def wait_for(condition: Callable[[], Any], what: str, *, timeout: float = WAIT_S
             return value
         for process in alive if isinstance(alive, list | tuple) else [alive]:
             if process.poll() is not None:
-                err = process.stderr.read().decode() if process.stderr else ""
-                pytest.fail(f"process exited ({process.returncode}) while waiting for {what}: {err[-2000:]}")
+                pytest.fail(f"process exited ({process.returncode}) while waiting for {what}: {log_tail(process)}")
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(0.05)
@@ -86,7 +85,7 @@ def read_log(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in file.read_text().splitlines()] if file.exists() else []
 
 
-def _env(database_url: str | None) -> dict[str, str]:
+def env_for(database_url: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("LOOPWARDEN_TOKEN", "LOOPWARDEN_DATABASE_URL")}
     if database_url:
         env["LOOPWARDEN_DATABASE_URL"] = database_url
@@ -95,14 +94,14 @@ def _env(database_url: str | None) -> dict[str, str]:
 
 @contextmanager
 def serve(
-    state: Path, allowed: Path, *, database_url: str | None = None
+    state: Path, allowed: Path, *, database_url: str | None = None, concurrency: int = 4
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`loopwarden serve --durable` with the demo job; yields (process, base URL) once healthy."""
     port = free_port()
     command = [sys.executable, "-m", "loopwarden.cli", "serve", "--durable", "--port", str(port)]
-    command += ["--state-dir", str(state), "--allow-root", str(allowed), "--job", DEMO_JOB, "--concurrency", "4"]
-    command += ["--queue", "200"]
-    process = subprocess.Popen(command, env=_env(database_url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    command += ["--state-dir", str(state), "--allow-root", str(allowed), "--job", DEMO_JOB]
+    command += ["--concurrency", str(concurrency), "--queue", str(max(200, 2 * concurrency))]
+    process = spawn(command, env_for(database_url), state / "serve.log")
     base = f"http://127.0.0.1:{port}"
 
     def healthy() -> bool:
@@ -122,14 +121,27 @@ def serve(
 def worker(state: Path, database_url: str) -> Iterator[subprocess.Popen[bytes]]:
     """`loopwarden worker`; yields once it printed that it is ready."""
     command = [sys.executable, "-m", "loopwarden.cli", "worker", "--state-dir", str(state)]
-    process = subprocess.Popen(command, env=_env(database_url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = spawn(command, env_for(database_url), state / "worker.log")
     try:
-        assert process.stderr is not None
-        line = wait_for(process.stderr.readline, "the worker's ready line", alive=process)
-        assert b"ready" in line, line
+        wait_for(lambda: " ready on " in log_tail(process), "the worker's ready line", alive=process)
         yield process
     finally:
         stop(process)
+
+
+def spawn(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """Start a process whose stderr goes to `log` (a pipe nobody drains would fill up and
+    block it); `log_tail(process)` reads it back."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as handle:  # a restart in the same folder starts a fresh log
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=handle)
+    process.log_path = log  # type: ignore[attr-defined]
+    return process
+
+
+def log_tail(process: subprocess.Popen[bytes], size: int = 4000) -> str:
+    log: Path = process.log_path  # type: ignore[attr-defined]
+    return log.read_bytes()[-size:].decode(errors="replace") if log.exists() else ""
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

@@ -110,4 +110,5 @@ def in_process_phase_calls() -> int:
     model = ScriptedModel([call("read_file", {"path": "a.txt"})] * 10 + ["answer"])
     result = Agent(model, [read_file]).run_sync("summarise a.txt")
     assert result.stop_reason == "repeated_call"
-    return result.totals.model_calls - 1  # the last call is the wrap-up answer, with no tools
+    stop = next(i for i, e in enumerate(result.events) if e.type == "guard_verdict" and e.action == "stopped")  # type: ignore[attr-defined]
+    return sum(1 for e in result.events[:stop] if e.type == "model_called")  # the wrap-up calls come after

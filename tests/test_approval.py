@@ -9,7 +9,7 @@ from typing import Any
 
 from loopwarden import Agent, Budgets, LoopConfig, ScriptedModel, call, tool
 from loopwarden.approval import ApprovalGate, Decision, PendingApproval
-from loopwarden.events import ApprovalDecided, ApprovalRequired, Event, RunFinished, ToolResultEvent
+from loopwarden.events import ApprovalDecided, ApprovalRequired, Event, RunFinished, ToolCallFinished
 from loopwarden.tools import Tool
 
 
@@ -61,7 +61,7 @@ async def test_a_call_needing_approval_waits_and_runs_once_approved() -> None:
     assert isinstance(decided, ApprovalDecided) and decided.approved and decided.by == "alice"
     rest = [e async for e in stream]
     assert sent == [{"to": "ACME", "amount": 250.0}]
-    results = [e for e in rest if isinstance(e, ToolResultEvent)]
+    results = [e for e in rest if isinstance(e, ToolCallFinished)]
     assert [r.tool for r in results] == ["balance", "send_payment"] and all(r.ok for r in results)
     assert isinstance(rest[-1], RunFinished) and rest[-1].status == "completed"
 
@@ -84,7 +84,7 @@ def test_a_denied_call_is_a_result_the_model_sees() -> None:
     seen = json.loads(model.requests[1].messages[-1]["content"])
     assert seen["ok"] is False and seen["error_type"] == "denied"
     assert "over the 1000 EUR limit" in seen["message"] and "do not retry" in seen["user_action"]
-    [result] = [e for e in events if isinstance(e, ToolResultEvent)]
+    [result] = [e for e in events if isinstance(e, ToolCallFinished)]
     assert result.error_type == "denied" and not result.executed
     assert events[-1].status == "completed"  # type: ignore[attr-defined]
 
@@ -103,7 +103,7 @@ def test_without_a_gate_the_run_pauses_and_resumes_from_json_after_a_restart() -
     model = ScriptedModel([[call("balance"), pay()]])
     paused = Agent(model, [send_payment, balance], system="You pay bills.").run_sync("pay ACME", run_id="r-1")
     assert paused.status == "paused" and paused.stop_reason == "approval_required"
-    assert sent == [] and [e.type for e in paused.events].count("tool_result") == 0  # none of the turn ran
+    assert sent == [] and [e.type for e in paused.events].count("tool_call_finished") == 0  # none of the turn ran
     stored = json.dumps(paused.output)  # what a server persists
 
     # "another process": fresh tools, a fresh agent and model, only the stored JSON carried over
@@ -177,7 +177,7 @@ async def test_calls_of_one_turn_are_announced_together_and_decided_in_any_order
     gate.approve(announced[0].call_id)
     rest = [e async for e in stream]
     assert sent == [{"to": "ACME", "amount": 10.0}] and gate.pending == {}
-    results = [e for e in rest if isinstance(e, ToolResultEvent)]
+    results = [e for e in rest if isinstance(e, ToolCallFinished)]
     assert [(r.ok, r.error_type) for r in results] == [(True, None), (False, "denied")]
 
 

@@ -13,11 +13,9 @@ from typing import Any, ClassVar
 
 import httpx
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from loopwarden import Agent, LoopConfig, RetryPolicy, ScriptedModel, ToolResult, call, tool
-from loopwarden.events import ToolResultEvent
+from loopwarden.events import ToolCallFinished
 from loopwarden.executor import Executor, validate_arguments
 from loopwarden.tools import Tool
 
@@ -36,7 +34,7 @@ class Sleeps:
 
 def executor(**kwargs: Any) -> tuple[Executor, Sleeps]:
     sleeps = Sleeps()
-    kwargs.setdefault("retry", RetryPolicy(max_attempts=3, base_delay=0.5, max_delay=4.0, jitter=0.5))
+    kwargs.setdefault("retry", RetryPolicy(max_attempts=3, base_delay=0.5, max_delay=4.0))
     return Executor(sleep=sleeps, rng=random.Random(7), **kwargs), sleeps
 
 
@@ -100,7 +98,7 @@ async def test_http_503_twice_then_200_succeeds_within_one_call(server: tuple[st
     assert execution.result.ok and execution.result.data == {"temperature": 11}
     assert execution.attempts == 3 and len(handler.hits) == 3
     assert len(sleeps.delays) == 2
-    assert 0.25 <= sleeps.delays[0] <= 0.5 and 0.5 <= sleeps.delays[1] <= 1.0  # backoff doubles, with jitter
+    assert 0 <= sleeps.delays[0] <= 0.5 and 0 <= sleeps.delays[1] <= 1.0  # backoff doubles, full jitter under it
 
 
 async def test_http_429_honours_retry_after_within_the_cap(server: tuple[str, type[Scripted]]) -> None:
@@ -217,21 +215,6 @@ async def test_max_elapsed_caps_the_retries() -> None:
     assert sum(sleeps.delays) < 3.5
 
 
-@given(
-    attempt=st.integers(min_value=1, max_value=40),
-    base=st.floats(min_value=0.001, max_value=5),
-    cap=st.floats(min_value=0.001, max_value=60),
-    jitter=st.floats(min_value=0, max_value=1),
-    seed=st.integers(),
-)
-def test_backoff_stays_within_jitter_and_cap(attempt: int, base: float, cap: float, jitter: float, seed: int) -> None:
-    policy = RetryPolicy(base_delay=base, max_delay=cap, jitter=jitter)
-    raw = min(base * 2 ** (attempt - 1), cap)
-    delay = policy.delay(attempt, random.Random(seed))
-    assert raw * (1 - jitter) - 1e-9 <= delay <= raw + 1e-9
-    assert delay <= cap + 1e-9
-
-
 # -- timeouts --------------------------------------------------------------------------------------
 
 
@@ -282,7 +265,7 @@ async def test_after_a_timeout_the_run_continues() -> None:
     model = ScriptedModel([call("slow_report"), call("quick_summary"), "Summary: 3 items."])
     config = LoopConfig(retry=RetryPolicy(max_attempts=2, base_delay=0.01))
     result = await Agent(model, [slow_report, quick_summary], config=config).run("report")
-    results = [e for e in result.events if isinstance(e, ToolResultEvent)]
+    results = [e for e in result.events if isinstance(e, ToolCallFinished)]
     assert [(r.tool, r.ok, r.error_type, r.attempts) for r in results] == [
         ("slow_report", False, "timeout", 2),
         ("quick_summary", True, None, 1),
@@ -381,7 +364,7 @@ async def test_the_agent_reports_parallel_results_in_proposal_order() -> None:
     batch = [call("lookup", {"key": k, "wait": w}) for k, w in (("a", 0.06), ("b", 0.0), ("c", 0.03))]
     model = ScriptedModel([batch, "ABC"])
     result = await Agent(model, [lookup]).run("look up a, b, c")
-    results = [e for e in result.events if isinstance(e, ToolResultEvent)]
+    results = [e for e in result.events if isinstance(e, ToolCallFinished)]
     assert [r.preview for r in results] == [f'{{"ok": true, "data": "{k}"}}' for k in "ABC"]
     assistant = next(m for m in model.requests[1].messages if m["role"] == "assistant")
     proposed_ids = [c["id"] for c in assistant["tool_calls"]]

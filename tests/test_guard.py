@@ -103,10 +103,10 @@ def test_repeat_guard_answers_known_results_and_climbs_the_ladder() -> None:
     guard = RepeatGuard()
     fp = fingerprint("read", {"path": "a"})
     first = guard.check(fp, read, turn=1)
-    assert first.action == "allow" and first.executes
+    assert first.action == "allowed" and first.executes
     guard.record(fp, read, ToolResult.success("A"), turn=1)
     actions = [guard.check(fp, read, turn=t) for t in range(2, 6)]
-    assert [d.action for d in actions] == ["cached", "nudge", "narrowed", "stopped"]
+    assert [d.action for d in actions] == ["cached", "nudged", "narrowed", "stopped"]
     assert all(d.cached == ToolResult.success("A") for d in actions)
     assert actions[0].first_turn == 1
 
@@ -120,7 +120,7 @@ def test_a_write_makes_known_results_stale_but_keeps_counting() -> None:
     guard.check(wfp, write, 2)
     guard.record(wfp, write, ToolResult.success(None), 2)
     again = guard.check(fp, read, 3)
-    assert again.action == "allow" and again.cached is None and again.count == 2
+    assert again.action == "allowed" and again.cached is None and again.count == 2
 
 
 def test_retryable_failures_are_not_served_from_memory() -> None:
@@ -136,14 +136,17 @@ def test_repeatable_tools_are_exempt() -> None:
     fp = fingerprint("poll", {"job": "j"})
     for turn in range(1, 10):
         decision = guard.check(fp, poll, turn)
-        assert decision.action == "allow" and decision.executes
+        assert decision.action == "allowed" and decision.executes
         guard.record(fp, poll, ToolResult.success("running"), turn)
 
 
 def test_budgets_report_the_first_exhausted_one() -> None:
     budgets = Budgets(max_tool_rounds=3, max_model_calls=10, max_tokens=100, max_seconds=5, max_cost=0.5)
     assert budgets.exhausted(Totals(), 0) is None
-    assert budgets.exhausted(Totals(tool_rounds=3), 0) == ("step_budget", "budget exhausted: 3 of 3 tool rounds used")
+    assert budgets.exhausted(Totals(tool_rounds=3), 0) == (
+        "tool_round_budget",
+        "budget exhausted: 3 of 3 tool rounds used",
+    )
     assert budgets.exhausted(Totals(model_calls=10), 0)[0] == "model_call_budget"  # type: ignore[index]
     assert budgets.exhausted(Totals(prompt_tokens=60, completion_tokens=40), 0)[0] == "token_budget"  # type: ignore[index]
     assert budgets.exhausted(Totals(), 5.0)[0] == "time_budget"  # type: ignore[index]

@@ -73,5 +73,5 @@ def test_healthy_work_never_trips_a_detector(steps: list[tuple[str, int, str]]) 
     result = Agent(ScriptedModel([*replies, "The answer combines the factors."]), [read_doc], config=config).run_sync(
         "x"
     )
-    assert {e.action for e in result.events if isinstance(e, GuardVerdict)} == {"allow"}
+    assert {e.action for e in result.events if isinstance(e, GuardVerdict)} == {"allowed"}
     assert result.status == "completed" and result.output == "The answer combines the factors."

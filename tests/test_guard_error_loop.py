@@ -12,16 +12,17 @@ from loopwarden import Agent, Budgets, LoopConfig, RetryPolicy, ScriptedModel, T
 from loopwarden.events import NudgeInjected
 from loopwarden.guard import ErrorLoopDetector, Rung
 from loopwarden.state import CallRecord, RunState
+from loopwarden.tools import http_status_failure
 
 
 def test_the_same_command_failing_with_differing_text_three_times_is_flagged(tmp_path: Path) -> None:
     commands = ["cat notes-1.txt", "cat ./notes-2.txt", "cat notes-final.txt"]
     model = ScriptedModel([*(call("run", {"command": c}) for c in commands), "the notes are missing"])
     result = Agent(model, [shell_tool(tmp_path)]).run_sync("read the notes")
-    texts = [e.message for e in result.events if e.type == "tool_result"]  # type: ignore[attr-defined]
+    texts = [e.message for e in result.events if e.type == "tool_call_finished"]  # type: ignore[attr-defined]
     assert len(set(texts)) == 3  # three different error texts from three real runs of cat
     [verdict] = verdicts_of(result.events, "error_loop")
-    assert verdict.action == "nudge" and verdict.turn == 3 and verdict.count == 3
+    assert verdict.action == "nudged" and verdict.turn == 3 and verdict.count == 3
     assert "run failed 3 times in a row with exit_1" in verdict.reason
     assert len(verdict.evidence) == 3 and all("exit_1" in line for line in verdict.evidence)
     nudge = next(e for e in result.events if isinstance(e, NudgeInjected))
@@ -30,7 +31,7 @@ def test_the_same_command_failing_with_differing_text_three_times_is_flagged(tmp
 
 
 def test_three_different_tools_failing_once_each_are_not_flagged(tmp_path: Path) -> None:
-    @tool
+    @tool(result_parser=http_status_failure)  # its records are HTTP responses: opt in to reading failures there
     def fetch(url: str) -> dict[str, object]:
         """Fetch a URL."""
         return {"status_code": 404, "message": f"{url} not found"}
@@ -49,7 +50,7 @@ def test_three_different_tools_failing_once_each_are_not_flagged(tmp_path: Path)
         ]
     )
     result = Agent(model, [shell_tool(tmp_path), fetch, parse]).run_sync("x")
-    assert [e.ok for e in result.events if e.type == "tool_result"] == [False] * 3  # type: ignore[attr-defined]
+    assert [e.ok for e in result.events if e.type == "tool_call_finished"] == [False] * 3  # type: ignore[attr-defined]
     assert verdicts_of(result.events, "error_loop") == []
     assert result.status == "completed" and result.output == "nothing worked, here is why"
 
@@ -59,7 +60,7 @@ def test_the_same_call_failing_identically_is_caught_at_once(tmp_path: Path) -> 
     model = ScriptedModel([same, same, "it is missing"])
     result = Agent(model, [shell_tool(tmp_path)]).run_sync("x")
     [verdict] = verdicts_of(result.events, "error_loop")
-    assert verdict.turn == 2 and verdict.action == "nudge"
+    assert verdict.turn == 2 and verdict.action == "nudged"
     assert "failed identically again" in verdict.reason
 
 
@@ -69,7 +70,7 @@ def test_a_tool_that_keeps_failing_is_narrowed_then_stopped(tmp_path: Path) -> N
     result = Agent(ScriptedModel(calls), [shell_tool(tmp_path)], config=config).run_sync("x")
     assert result.stop_reason == "error_loop" and result.status == "failed"
     actions = [v.action for v in verdicts_of(result.events, "error_loop")]
-    assert actions[0] == "nudge" and "narrowed" in actions and actions[-1] == "stopped"
+    assert actions[0] == "nudged" and "narrowed" in actions and actions[-1] == "stopped"
 
 
 def test_a_success_in_between_resets_the_count(tmp_path: Path) -> None:
@@ -120,9 +121,9 @@ def test_the_identical_command_rerun_with_changing_error_text_is_flagged_at_thre
     result = Agent(ScriptedModel([same, same, same, "the service is down"]), [fetch_status], config=config).run_sync(
         "x"
     )
-    messages = [e.message for e in result.events if e.type == "tool_result"]  # type: ignore[attr-defined]
+    messages = [e.message for e in result.events if e.type == "tool_call_finished"]  # type: ignore[attr-defined]
     assert len(messages) == 3 and len(set(messages)) == 3
     # volatile numbers aside the failure is identical: flagged at once, and counted on
     early, third = verdicts_of(result.events, "error_loop")
-    assert (early.turn, early.action) == (2, "nudge") and "failed identically again" in early.reason
+    assert (early.turn, early.action) == (2, "nudged") and "failed identically again" in early.reason
     assert (third.turn, third.count) == (3, 3) and "failed 3 times in a row with unavailable" in third.reason

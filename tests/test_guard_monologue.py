@@ -29,7 +29,7 @@ def found(events: list[Event]) -> list[GuardVerdict]:
 def test_talking_instead_of_acting_is_steered_then_forced_then_stopped() -> None:
     model = ScriptedModel(TALK)
     result = Agent(model, [send_invoice], checklist=CHECKLIST, config=LoopConfig(policy="fail")).run_sync("bill ACME")
-    assert [(v.action, v.turn) for v in found(result.events)] == [("nudge", 2), ("narrowed", 3), ("stopped", 4)]
+    assert [(v.action, v.turn) for v in found(result.events)] == [("nudged", 2), ("narrowed", 3), ("stopped", 4)]
     assert result.stop_reason == "monologue" and result.status == "failed"
     choices = [e.tool_choice for e in result.events if isinstance(e, ModelCalled)]
     assert choices == ["auto", "auto", "auto", "required"]  # narrowing demands a call
@@ -40,7 +40,7 @@ def test_a_monologue_that_turns_into_action_completes() -> None:
     model = ScriptedModel([TALK[0], TALK[1], call("send_invoice", {"customer": "ACME"}), "Invoice sent to ACME."])
     result = Agent(model, [send_invoice], checklist=CHECKLIST).run_sync("bill ACME")
     assert result.status == "completed" and result.stop_reason == "checklist_complete"
-    assert [v.action for v in found(result.events)] == ["nudge"]
+    assert [v.action for v in found(result.events)] == ["nudged"]
 
 
 def test_without_open_work_a_text_reply_is_not_a_monologue() -> None:

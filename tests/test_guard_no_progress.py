@@ -43,10 +43,10 @@ def repo(tmp_path: Path) -> Path:
 def test_varied_commands_with_identical_results_are_flagged(repo: Path) -> None:
     model = ScriptedModel([call("run", {"command": c}) for c in STATUS_VARIANTS])
     result = Agent(model, [shell_tool(repo)], config=LoopConfig(policy="fail")).run_sync("what changed?")
-    outputs = [e.preview for e in result.events if e.type == "tool_result" and e.executed]  # type: ignore[attr-defined]
+    outputs = [e.preview for e in result.events if e.type == "tool_call_finished" and e.executed]  # type: ignore[attr-defined]
     assert len(outputs) == 5 and len(set(outputs)) == 1  # every variant printed the same status
     assert [(v.action, v.turn) for v in verdicts_of(result.events, "no_progress")] == [
-        ("nudge", 4),
+        ("nudged", 4),
         ("narrowed", 5),
         ("stopped", 6),
     ]
@@ -100,7 +100,7 @@ def test_results_that_differ_only_in_volatile_fields_are_not_new() -> None:
         }
 
     result = Agent(ScriptedModel([*calls, "still queued"]), [job_info]).run_sync("x")
-    assert [v.action for v in verdicts_of(result.events, "no_progress")] == ["nudge", "narrowed"]
+    assert [v.action for v in verdicts_of(result.events, "no_progress")] == ["nudged", "narrowed"]
 
 
 def test_a_checklist_item_done_is_progress_even_with_a_seen_result() -> None:

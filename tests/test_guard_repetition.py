@@ -35,7 +35,7 @@ def test_one_sentence_fifteen_times_in_a_reply_is_rejected_and_asked_again() -> 
     model = ScriptedModel([" ".join([CHANT] * 15), "Renamed 3 files; the task is complete."])
     result = Agent(model, [rename]).run_sync("rename the files")
     [verdict] = flagged(result.events)
-    assert verdict.action == "nudge" and verdict.turn == 1
+    assert verdict.action == "nudged" and verdict.turn == 1
     assert verdict.evidence[0] == f"15x in one reply: {CHANT.lower()}"
     assert result.status == "completed" and result.output == "Renamed 3 files; the task is complete."
     assert "repeats the same words" in model.requests[1].messages[-1]["content"]
@@ -47,7 +47,7 @@ def test_one_sentence_across_fifteen_replies_is_stopped() -> None:
     model = ScriptedModel([CHANT] * 15)
     result = Agent(model, [rename], checklist=checklist, config=config).run_sync("rename the files")
     actions = [(v.action, v.turn) for v in flagged(result.events)]
-    assert actions == [("nudge", 3), ("narrowed", 4), ("stopped", 5)]
+    assert actions == [("nudged", 3), ("narrowed", 4), ("stopped", 5)]
     assert result.stop_reason == "repetition" and result.status == "failed"
     assert model.calls == 5
     assert "in 3 replies" in flagged(result.events)[0].evidence[0]

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwarden.guard.budget import Price
-from loopwarden.models.config import ConfigError, EndpointConfig, default_prices, load_endpoint_config
+from loopwarden.models.config import CONFIG_FIELDS, ConfigError, EndpointConfig, default_prices, load_endpoint_config
 
 KEY = "sk-secret-abcdef0123456789"
 
@@ -164,3 +166,117 @@ def test_the_highest_source_that_sets_a_value_wins(in_file: bool, in_env: bool, 
         config = load_endpoint_config(config_file=file, env=env, **flags)
     expected = "http://flag/v1" if as_flag else "http://env/v1" if in_env else "http://file/v1" if in_file else None
     assert (config.base_url if config else None) == expected
+
+
+# -- precedence, field by field ------------------------------------------------------------------
+
+LAYERS = ("file", "env", "flag")
+
+
+def _value(name: str, layer: str) -> Any:
+    """A distinct valid value of setting `name` as `layer` gives it."""
+    rank = LAYERS.index(layer)
+    if name == "preset":
+        return ("vllm", "ollama", "llamacpp")[rank]
+    if name in ("timeout", "retry_base_delay", "retry_max_delay"):
+        return float(rank + 2)
+    if name in ("max_retries", "context_window"):
+        return rank + 1
+    if name == "tool_call_content":
+        return ("empty", "omit", "null")[rank]
+    if name == "record_dir":
+        return f"/{layer}-records"
+    if name in ("stream", "reasoning_echo"):
+        return rank % 2 == 1
+    if name == "extra_body":
+        return {"from": layer}
+    if name == "base_url":
+        return f"http://{layer}:1/v1"
+    return f"{layer}-{name}"
+
+
+def _toml(value: Any) -> str:
+    return "{ from = " + json.dumps(value["from"]) + " }" if isinstance(value, dict) else json.dumps(value)
+
+
+def _env_text(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, dict | bool) else str(value)
+
+
+def _sources(by_layer: dict[str, dict[str, Any]], folder: Path) -> dict[str, Any]:
+    """load_endpoint_config arguments giving each layer's settings through its own channel."""
+    file = folder / "c.toml"
+    file.write_text("".join(f"{k} = {_toml(v)}\n" for k, v in by_layer["file"].items()))
+    env = {f"LOOPWARDEN_{k.upper()}": _env_text(v) for k, v in by_layer["env"].items()}
+    return {"config_file": file, "env": env, **by_layer["flag"]}
+
+
+def _resolved(config: EndpointConfig, name: str) -> Any:
+    value = getattr(config, name)
+    if name == "record_dir" and value is not None:
+        return str(value)
+    return value.get_secret_value() if name == "api_key" and value is not None else value
+
+
+FIELDS = [f for f in CONFIG_FIELDS if f != "model"]
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    st.sampled_from(FIELDS),
+    st.sets(st.sampled_from(LAYERS)),
+)
+def test_every_setting_comes_from_the_highest_source_that_sets_it(name: str, layers: set[str]) -> None:
+    settings_by_layer: dict[str, dict[str, Any]] = {layer: {} for layer in LAYERS}
+    settings_by_layer["file"].update(base_url="http://base:1/v1", model="m")  # an endpoint, whatever else is set
+    for layer in layers:
+        settings_by_layer[layer][name] = _value(name, layer)
+    with tempfile.TemporaryDirectory() as folder:
+        config = load_endpoint_config(**_sources(settings_by_layer, Path(folder)))
+    assert config is not None
+    top = next((layer for layer in reversed(LAYERS) if layer in layers), None)
+    if top is None:
+        return
+    expected = _value(name, top)
+    assert _resolved(config, name) == expected
+
+
+@settings(deadline=None, max_examples=80)
+@given(st.dictionaries(st.sampled_from(LAYERS), st.sets(st.sampled_from(["model", "cheap_model", "main_model"]))))
+def test_a_sources_model_beats_a_lower_sources_tier_and_yields_to_its_own(said: dict[str, set[str]]) -> None:
+    settings_by_layer: dict[str, dict[str, Any]] = {layer: {} for layer in LAYERS}
+    settings_by_layer["file"]["base_url"] = "http://base:1/v1"
+    settings_by_layer["file"]["model"] = "file-fallback"
+    for layer, names in said.items():
+        for n in names:
+            settings_by_layer[layer][n] = f"{layer}-{n}"
+    with tempfile.TemporaryDirectory() as folder:
+        config = load_endpoint_config(**_sources(settings_by_layer, Path(folder)))
+    assert config is not None
+    for tier in ("cheap_model", "main_model"):
+        top = next(layer for layer in reversed(LAYERS) if {"model", tier} & set(settings_by_layer[layer]))
+        expected = settings_by_layer[top].get(tier, settings_by_layer[top].get("model"))
+        assert getattr(config, tier) == expected, (tier, settings_by_layer)
+
+
+def test_the_cases_the_issue_names() -> None:
+    env = {"LOOPWARDEN_BASE_URL": "http://x/v1", "LOOPWARDEN_CHEAP_MODEL": "env-cheap"}
+    config = load_endpoint_config(model="flag-model", env=env)
+    assert config is not None and config.cheap_model == config.main_model == "flag-model"
+    with tempfile.TemporaryDirectory() as folder:
+        file = Path(folder) / "c.toml"
+        file.write_text('base_url = "http://x/v1"\ncheap_model = "file-cheap"\n')
+        config = load_endpoint_config(config_file=file, env={"LOOPWARDEN_MODEL": "env-model"})
+    assert config is not None and config.cheap_model == "env-model"
+
+
+def test_the_providers_key_variable_beats_a_key_in_the_file(tmp_path: Path) -> None:
+    file = tmp_path / "c.toml"
+    file.write_text('preset = "deepseek"\napi_key = "sk-from-the-file-0000"\n')
+    config = load_endpoint_config(config_file=file, env={"DEEPSEEK_API_KEY": KEY})
+    assert config is not None and config.api_key is not None and config.api_key.get_secret_value() == KEY
+
+
+def test_an_unknown_flag_is_an_error_not_ignored() -> None:
+    with pytest.raises(ConfigError, match="cheap_modle"):
+        load_endpoint_config(base_url="http://x/v1", model="m", cheap_modle="typo", env={})

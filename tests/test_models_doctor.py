@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,3 +118,59 @@ def test_a_bad_preset_is_a_configuration_error(tmp_path: Path) -> None:
     code, out = doctor(tmp_path, "--preset", "nope")
     assert code == 2
     assert "unknown preset" in out
+
+
+NULL_CONTENT_500 = (
+    "1 validation error:\n  {'type': 'string_type', 'loc': ('body', 'messages', 1, 'typed-dict', 'content'), "
+    "'msg': 'Input should be a valid string', 'input': None}"
+)
+
+
+def strict(body: dict[str, Any]) -> Reply:
+    """A server that rejects `"content": null` on a tool-call turn, as llama-cpp-python does."""
+    if any(m["role"] == "assistant" and "content" in m and m["content"] is None for m in body["messages"]):
+        return error(500, NULL_CONTENT_500)
+    if body["messages"][-1]["role"] == "tool":
+        return reply(completion("The number is 7."))
+    return capable(body)
+
+
+def test_the_tool_round_trip_sends_the_loops_own_second_turn(server: ScriptedServer, tmp_path: Path) -> None:
+    server.respond = strict
+    code, out = doctor(tmp_path, *args_for(server))
+    assert code == 0, out
+    assert "✓ tool round trip" in out and "'The number is 7.'" in out
+    assert "accepted with content empty, omit" in out and "null rejected (messages[1].content)" in out
+    second = [r for r in server.requests if r["messages"][-1]["role"] == "tool"]
+    assert len(second) == 3  # one per shape
+    turn = second[0]["messages"]
+    assert turn[2]["role"] == "assistant" and turn[2]["tool_calls"][0]["function"]["name"] == "report_number"
+    assert turn[3]["tool_call_id"] == turn[2]["tool_calls"][0]["id"]
+    assert json.loads(turn[3]["content"]) == {"ok": True, "data": 7}
+
+
+def test_a_configured_shape_the_server_rejects_is_named_with_the_fix(server: ScriptedServer, tmp_path: Path) -> None:
+    server.respond = strict
+    code, out = doctor(tmp_path, *args_for(server), LOOPWARDEN_TOOL_CALL_CONTENT="null")
+    assert code == 0, out
+    assert "! tool round trip" in out and "LOOPWARDEN_TOOL_CALL_CONTENT=empty" in out
+
+
+def test_a_round_trip_no_shape_survives_fails(server: ScriptedServer, tmp_path: Path) -> None:
+    server.respond = lambda body: error(500, NULL_CONTENT_500) if len(body["messages"]) > 2 else capable(body)
+    code, out = doctor(tmp_path, *args_for(server))
+    assert code == 1
+    assert "✗ tool round trip" in out and "no second reply after a tool result" in out
+
+
+def test_no_key_is_never_called_accepted(server: ScriptedServer, tmp_path: Path) -> None:
+    code, out = doctor(tmp_path, *args_for(server))
+    assert code == 0, out
+    assert "key accepted" not in out and "no key sent" in out
+
+
+def test_the_llamacpp_preset_accepts_any_model_name(server: ScriptedServer, tmp_path: Path) -> None:
+    server.models = ["/models/gemma-3-270m-q4_k_m.gguf"]
+    code, out = doctor(tmp_path, "--preset", "llamacpp", "--base-url", server.base_url, "--timeout", "5")
+    assert code == 0, out
+    assert "✓ cheap model: 'default': this server answers any model name" in out

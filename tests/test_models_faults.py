@@ -1,14 +1,12 @@
-"""Failure classification, Retry-After, backoff and redaction."""
+"""Failure classification and redaction (Retry-After and backoff: test_retry.py)."""
 
 from __future__ import annotations
-
-import email.utils
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loopwarden.models.faults import Backoff, kind_of_status, model_error, redact, retry_after_seconds
+from loopwarden.models.faults import kind_of_status, model_error, redact
 
 
 @pytest.mark.parametrize(
@@ -18,6 +16,8 @@ from loopwarden.models.faults import Backoff, kind_of_status, model_error, redac
         (500, "", "server_error"),
         (503, "", "server_error"),
         (408, "", "timeout"),
+        (425, "", "server_error"),
+        (409, "", "server_error"),
         (401, "", "auth"),
         (403, "", "auth"),
         (402, "Insufficient Balance", "billing"),
@@ -31,31 +31,6 @@ from loopwarden.models.faults import Backoff, kind_of_status, model_error, redac
 )
 def test_status_kinds(status: int, detail: str, kind: str) -> None:
     assert kind_of_status(status, detail) == kind
-
-
-def test_retry_after_forms() -> None:
-    assert retry_after_seconds({"Retry-After": "2"}) == 2.0
-    assert retry_after_seconds({"retry-after": "1.5"}) == 1.5
-    assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
-    now = 1_800_000_000.0
-    date = email.utils.formatdate(now + 30, usegmt=True)
-    assert retry_after_seconds({"Retry-After": date}, now=now) == pytest.approx(30, abs=1)
-    assert retry_after_seconds({"Retry-After": "soon"}) is None
-    assert retry_after_seconds({}) is None
-    assert retry_after_seconds({"Retry-After": "-5"}) == 0.0
-
-
-@given(st.integers(min_value=1, max_value=60), st.none() | st.floats(min_value=0, max_value=1e6))
-def test_backoff_never_exceeds_the_cap(attempt: int, retry_after: float | None) -> None:
-    delay = Backoff(base=0.5, cap=7.0).delay(attempt, retry_after)
-    assert 0 <= delay <= 7.0
-    if retry_after is not None:
-        assert delay == min(retry_after, 7.0)
-
-
-def test_backoff_grows() -> None:
-    backoff = Backoff(base=1.0, cap=100.0)
-    assert backoff.delay(1, None) <= 1.0 < 2.0 <= backoff.delay(3, None) <= 4.0
 
 
 @given(st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEF0123456789", min_size=10, max_size=40))

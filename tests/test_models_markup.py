@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loopwarden.models.markup import _DSML_TAG, find_leaked_calls, has_markup
+from loopwarden.models.markup import _DSML_TAG, find_leaked_calls, find_markup, has_markup, strip_template_tokens
 
 DSML = (
     "Let me read both files.\n"
@@ -100,3 +101,73 @@ def test_string_parameters_round_trip(value: str) -> None:
     leaked = find_leaked_calls(text)
     assert leaked is not None
     assert json.loads(leaked.calls[0].arguments) == {"v": value}
+
+
+# -- the formats real chat templates emit ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "arguments"),
+    [
+        ('functions.read_file:\n{"path": "a.txt"}', "read_file", {"path": "a.txt"}),
+        ('I will read it.\nfunctions.read_file:\n{"path": "a.txt"}\n', "read_file", {"path": "a.txt"}),
+        ('<tool_call>\n{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tool_call>', "read_file",
+         {"path": "a.txt"}),
+        ('<function=read_file>{"path": "a.txt"}</function>', "read_file", {"path": "a.txt"}),
+        ('{"name": "read_file", "arguments": {"path": "a.txt"}}', "read_file", {"path": "a.txt"}),
+        ('```json\n{"name": "read_file", "parameters": {"path": "a.txt"}}\n```', "read_file", {"path": "a.txt"}),
+        ('{"tool_calls": [{"function": {"name": "read_file", "arguments": "{\\"path\\": \\"a.txt\\"}"}}]}',
+         "read_file", {"path": "a.txt"}),
+        ('functions.read_file:\n{"path": "notes\nREADME.md"}<|im_end|>', "read_file", {"path": "notes\nREADME.md"}),
+    ],
+)  # fmt: skip
+def test_calls_in_the_formats_of_real_chat_templates_are_recovered(text: str, name: str, arguments: dict) -> None:
+    leaked = find_leaked_calls(text)
+    assert leaked is not None and not leaked.unreadable
+    [call] = leaked.calls
+    assert call.name == name and json.loads(call.arguments) == arguments
+    assert leaked.text is None or ("functions." not in leaked.text and "<|im_end|>" not in leaked.text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<|python_tag|>{"name": "read_file", "parameters": {"path": "a"}}',
+        '[TOOL_CALLS] [{"name": "read_file", "arguments": {"path": "a"}}]',
+        '```tool_code\nprint(read_file(path="a.txt"))\n```',
+        "<｜tool▁calls▁begin｜>",
+    ],
+)
+def test_other_template_formats_are_detected(text: str) -> None:
+    assert find_markup(f"Here you go. {text}") is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The functions of the probe: field and temperature.",
+        "We call functions.read_file in the code: that is a method, not a call.",
+        'The API returns "tool_calls": [] when no tool is called.',
+        "Use <invoke name=x> in XML; | and ｜ are bars.",
+        '```python\nresult = {"name": "B", "value": 1}\n```',
+    ],
+)
+def test_prose_about_tools_is_not_markup(text: str) -> None:
+    assert find_markup(text) is None
+
+
+def test_chat_template_tokens_are_stripped_from_text() -> None:
+    assert strip_template_tokens("The peak is 12.4 mT.<|im_end|>") == "The peak is 12.4 mT."
+    assert strip_template_tokens("<start_of_turn>model\nHi<end_of_turn>") == "model\nHi"
+    assert strip_template_tokens("<|im_end|>") is None
+
+
+def test_one_detector_serves_the_verifier_the_draft_check_and_the_eval() -> None:
+    from loopwarden.eval.verifiers import no_markup
+    from loopwarden.report.draft import leak_problem
+    from loopwarden.verify import no_tool_markup
+
+    leak = 'functions.read_file:\n{"path": "a.txt"}'
+    assert all(check(leak) is not None for check in (no_markup, leak_problem, no_tool_markup))
+    prose = "Field rose from 0.1 to 12.4 mT across the scan."
+    assert all(check(prose) is None for check in (no_markup, leak_problem, no_tool_markup))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from loopwarden import Agent, ScriptedModel, ToolRegistry, call, tool
-from loopwarden.events import GuardVerdict, ToolResultEvent
+from loopwarden.events import GuardVerdict, ToolCallFinished
 from loopwarden.permissions import Principal, permits, refusal
 from loopwarden.router import Intent, RuleRouter
 
@@ -54,7 +54,7 @@ async def test_a_call_outside_the_principals_roles_is_refused_before_running() -
     model = ScriptedModel([call("accounts__delete_user", {"user": "bob"}), "I cannot do that."])
     agent = Agent(model, registry(ran), principal=Principal.of("alice", ["support"]))
     result = await agent.run("delete bob")
-    refused = next(e for e in result.events if isinstance(e, ToolResultEvent))
+    refused = next(e for e in result.events if isinstance(e, ToolCallFinished))
     assert refused.error_type == "not_allowed" and not refused.executed
     verdict = next(e for e in result.events if isinstance(e, GuardVerdict) and e.call_id == refused.call_id)
     assert verdict.detector == "permission" and verdict.action == "refused"
@@ -76,7 +76,7 @@ async def test_a_call_outside_the_intents_tool_set_is_refused() -> None:
     )
     admin = Principal.of("root", ["admin"])
     result = await Agent(model, registry(ran), router=RuleRouter([lookup]), principal=admin).run("who is bob")
-    results = {e.tool: e for e in result.events if isinstance(e, ToolResultEvent)}
+    results = {e.tool: e for e in result.events if isinstance(e, ToolCallFinished)}
     assert results["accounts__get_user"].ok
     assert results["reset_password"].error_type == "not_allowed"
     assert "not available" in (results["reset_password"].message or "")

@@ -137,7 +137,7 @@ def test_live_lines_and_summary_say_what_happened(tmp_path: Path) -> None:
     )
     line = live_line(verdict)
     assert line is not None and "repeated_call" in line and "stopped" in line and "read_file" in line
-    allowed = verdict.model_copy(update={"action": "allow"})
+    allowed = verdict.model_copy(update={"action": "allowed"})
     assert live_line(allowed) is None
     done = ReportFinished(
         run_id="r", seq=9, ts=0, status="degraded", stop_reasons=["repeated_call"],

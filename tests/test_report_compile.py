@@ -92,7 +92,7 @@ async def test_check_compiles_resolves_paths_from_the_output_folder(tmp_path: Pa
     missing = with_figure.replace("temp.png", "absent.png")
     error = await check_compiles(missing, tmp_path, tools)
     assert error is not None and "absent.png" in error.message
-    assert not (tmp_path / ".check").exists()
+    assert not (tmp_path / "_check").exists()
 
 
 def _writing(tmp_path: Path, model: ScriptedModel | None, tools: Toolchain) -> Writing:

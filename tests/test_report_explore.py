@@ -98,7 +98,7 @@ def test_out_of_bounds_paths_become_results_the_model_can_correct(data: Path) ->
         ]
     )
     events = run(data, model)
-    results = [e for e in events if e.type == "tool_result"]
+    results = [e for e in events if e.type == "tool_call_finished"]
     assert [r.ok for r in results[:4]] == [False] * 4  # type: ignore[attr-defined]
     assert all(OUT_OF_BOUNDS in r.message for r in results[:4])  # type: ignore[attr-defined]
     assert results[4].ok  # type: ignore[attr-defined]
@@ -126,12 +126,15 @@ def test_finish_exploration_schema_is_enforced(data: Path) -> None:
         ]
     )
     events = run(data, model)
-    results = [e for e in events if e.type == "tool_result"]
+    results = [e for e in events if e.type == "tool_call_finished"]
     assert [r.ok for r in results] == [False, False, True]  # type: ignore[attr-defined]
     record = record_of(events)
     assert record.key_findings == ["flow rises linearly, 4.1 to 12.4 L/min"]
     assert record.assignment_requirements == ["plot flow vs speed"] and record.reference_report == "b.txt"
-    assert record.stop_reason == "terminal_tool" and not record.offline
+    assert not record.offline
+    # Nothing was read before finishing: allowed, but the record says so and the run is degraded.
+    assert record.stop_reason == "finished_without_reading" and record.degraded
+    assert record.unread_at_finish == record.coverage.by_status("unread") != []
 
 
 def test_coverage_ledger_tracks_partial_and_full_reads(data: Path) -> None:
@@ -172,9 +175,38 @@ def test_fallback_record_names_what_was_read(data: Path) -> None:
     assert "flow_lpm" in joined and "speed_rpm" in joined and "12.4" in joined
 
 
-def test_a_text_answer_instead_of_finishing_degrades_and_keeps_the_words(data: Path) -> None:
-    model = ScriptedModel([call("read_file", {"path": "flow.csv"}), "Flow is proportional to speed."])
-    record = record_of(run(data, model))
-    assert record.degraded and record.stop_reason == "final_answer"
-    assert record.key_findings[-1].endswith("Flow is proportional to speed.")
+def test_a_text_answer_instead_of_finishing_is_not_the_answer(data: Path) -> None:
+    # Text is no answer while finish_exploration is offered and uncalled: the model is reminded,
+    # the monologue detector steers, narrows (forces the finishing tool) and stops the phase;
+    # the record is degraded and built from what was read.
+    model = ScriptedModel([call("read_file", {"path": "flow.csv"})] + ["Flow is proportional to speed."] * 6)
+    events = run(data, model)
+    record = record_of(events)
+    assert record.degraded and record.stop_reason == "monologue"
+    forced = [e.tool_choice for e in events if e.type == "model_called"][-1]  # type: ignore[attr-defined]
+    assert forced == {"type": "function", "function": {"name": "finish_exploration"}}
     assert any("flow_lpm" in f for f in record.key_findings)
+
+
+def test_finishing_with_some_files_unread_is_allowed_and_recorded(data: Path) -> None:
+    model = ScriptedModel(
+        [
+            call("read_file", {"path": "a.txt"}),
+            call("finish_exploration", {"experiment": "Pump flow test", "goal": "flow", "key_findings": ["x"]}),
+        ]
+    )
+    record = record_of(run(data, model))
+    assert record.stop_reason == "terminal_tool" and not record.degraded
+    assert "a.txt" not in record.unread_at_finish and record.unread_at_finish
+    from loopwarden.report.gap import find_gaps
+    from loopwarden.report.offline_writer import WriterInput, offline_report
+    from loopwarden.report.scan import scan_folder
+    from loopwarden.report.templates import load_template
+
+    template, scan = load_template("lab"), scan_folder(data)
+    gaps = find_gaps(template, record, scan, figures_on=False)
+    assert any(g.kind == "coverage" and "when the exploration was finished" in g.message for g in gaps)
+    tex = offline_report(WriterInput(template, record, scan, gaps, []))
+    assert "explored file by file" not in tex and "figures were made" not in tex
+    assert f"1 of {len(record.coverage.files)} file(s) were read in full" in tex
+    assert "0 figure(s) were made" in tex

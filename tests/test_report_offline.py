@@ -35,7 +35,9 @@ def test_long_documents_are_read_in_segments(tmp_path: Path) -> None:
     coverage = {e.path: e for e in done.record.coverage.files}
     assert coverage["log.md"].status == "read"  # about 38k characters: read in 6 segments
     offsets = [
-        e.arguments.get("offset", 0) for e in events if e.type == "tool_call" and e.arguments.get("path") == "huge.txt"
+        e.arguments.get("offset", 0)
+        for e in events
+        if e.type == "tool_call_proposed" and e.arguments.get("path") == "huge.txt"
     ]  # type: ignore[attr-defined]
     assert len(offsets) == MAX_SEGMENTS and offsets == sorted(offsets) and len(set(offsets)) == MAX_SEGMENTS
     assert coverage["huge.txt"].status == "partial"  # a cap per file: the step budget is shared
@@ -59,7 +61,7 @@ def test_forced_finish_and_no_tools(tmp_path: Path) -> None:
     assert text.text is not None and text.text.startswith("[offline explorer")
 
 
-def test_a_big_folder_is_explored_within_the_step_budget(tmp_path: Path) -> None:
+def test_a_big_folder_is_explored_within_the_tool_round_budget(tmp_path: Path) -> None:
     data = tmp_path / "data"
     for i in range(120):
         folder = data / f"day{i // 20}"

@@ -171,7 +171,7 @@ async def test_a_model_error_in_drafting_degrades_to_the_offline_report(tmp_path
     writer = ScriptedModel([ModelError("http_503", "service unavailable", retryable=True)], name="writer")
     events = await collect(tmp_path, writer=writer)
     types = [e.type for e in events]
-    assert "model_error" in types and "draft_failed" in types
+    assert "model_failed" in types and "draft_failed" in types
     done = finished(events)
     assert done.status == "degraded" and "draft_failed" in done.stop_reasons
     assert "Written without a language model" in (tmp_path / "out" / "report.tex").read_text()

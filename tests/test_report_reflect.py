@@ -69,6 +69,6 @@ async def test_a_model_error_in_review_stops_reflection_with_the_draft_kept(tmp_
     events = await collect(tmp_path, writer=writer)
     verdicts = [e for e in events if isinstance(e, ReflectionVerdict)]
     assert [(v.round, v.outcome) for v in verdicts] == [(1, "model_error")]
-    assert "model_error" in [e.type for e in events]
+    assert "model_failed" in [e.type for e in events]
     assert "First draft." in (tmp_path / "out" / "report.tex").read_text()
     assert finished(events).status == "degraded" and "reflection_model_error" in finished(events).stop_reasons

@@ -35,7 +35,7 @@ REFUND = Intent(
     keywords=("refund", "money back"),
     patterns=(r"\border\s+#?\d+",),
     slots=(SlotSpec("order_id", regex_extractor(r"#?(\d{4,})", group=1), required=True, question="Which order?"),),
-    step_cap=4,
+    max_tool_rounds=4,
 )
 TRACK = Intent(
     "track",
@@ -43,7 +43,7 @@ TRACK = Intent(
     tools=("get_order",),
     keywords=("where", "track", "delivery"),
     excludes=(r"\brefund\b",),
-    step_cap=3,
+    max_tool_rounds=3,
 )
 REPORT = Intent(
     "report",
@@ -89,10 +89,10 @@ async def test_an_ambiguous_match_is_low_confidence() -> None:
 
 
 async def test_low_confidence_with_a_safe_set_runs_the_safe_set() -> None:
-    fallback = Fallback(safe_tools=("search_help",), step_cap=2)
+    fallback = Fallback(safe_tools=("search_help",), max_tool_rounds=2)
     r = await RuleRouter(INTENTS, fallback=fallback).route("hello", CLOCK)
     assert r.intent is not None and r.intent.name == "fallback" and r.intent.tools == ("search_help",)
-    assert r.intent.step_cap == 2 and r.method == "fallback" and r.question is None
+    assert r.intent.max_tool_rounds == 2 and r.method == "fallback" and r.question is None
 
 
 def test_duplicate_intent_names_are_rejected() -> None:
@@ -216,7 +216,7 @@ async def test_agent_offers_only_the_intents_tools_and_records_the_route() -> No
     started = next(e for e in result.events if isinstance(e, RunStarted))
     routed = next(e for e in result.events if isinstance(e, IntentRouted))
     assert started.intent == "track" and started.tools == ["get_order"]
-    assert routed.method == "rule" and routed.tools == ["get_order"] and routed.step_cap == 3
+    assert routed.method == "rule" and routed.tools == ["get_order"] and routed.max_tool_rounds == 3
     offered = [e.tools_offered for e in result.events if isinstance(e, ModelCalled)]
     assert offered == [["get_order"], ["get_order"]]
 

@@ -51,4 +51,4 @@ def test_a_broken_schema_still_lets_the_tool_run() -> None:
     model = ScriptedModel([call("odd", {"x": 1}), "done"])
     result = Agent(model, [t]).run_sync("go")
     assert result.output == "done"
-    assert next(e for e in result.events if e.type == "tool_result").ok  # type: ignore[attr-defined]
+    assert next(e for e in result.events if e.type == "tool_call_finished").ok  # type: ignore[attr-defined]

@@ -45,7 +45,7 @@ TREND = Intent(
     tools=("metrics.trend",),
     keywords=("trend",),
     slots=(SlotSpec("period", period_slot().extract),),
-    step_cap=2,
+    max_tool_rounds=2,
 )
 
 
@@ -67,7 +67,7 @@ async def test_an_intent_fixes_wire_names_pins_and_cap() -> None:
     assert scope.arguments.pinned == {"period": "7d"}
     assert scope.cap_reached(1) is None
     reached = scope.cap_reached(2)
-    assert reached is not None and reached[0] == "intent_step_cap" and "'trend'" in reached[1]
+    assert reached is not None and reached[0] == "intent_tool_round_budget" and "'trend'" in reached[1]
     assert scope.route_fields()["pinned"] == {"period": "7d"}
 
 
@@ -113,7 +113,7 @@ async def test_search_finds_are_offered_within_roles_intent_and_cap() -> None:
 
 async def test_a_fallback_safe_set_gets_its_own_cap() -> None:
     scope = Scope(registry(), clock=CLOCK)
-    await scope.open(RuleRouter([TREND], fallback=Fallback(safe_tools=("note",), step_cap=1)), "hi", [])
+    await scope.open(RuleRouter([TREND], fallback=Fallback(safe_tools=("note",), max_tool_rounds=1)), "hi", [])
     assert scope.offered() == ["note"] and scope.cap_reached(1) is not None
 
 

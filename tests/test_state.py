@@ -7,7 +7,7 @@ from typing import Any
 
 from loopwarden import Agent, ChecklistItem, ScriptedModel, ToolResult, call, tool
 from loopwarden.config import CHECKLIST_DONE_REQUEST
-from loopwarden.events import ModelCalled, PhaseEnded, RunFinished, ToolResultEvent
+from loopwarden.events import ModelCalled, PhaseEnded, RunFinished, ToolCallFinished
 from loopwarden.state import CallRecord, Checklist
 
 RESULTS = {"unit": "12 passed", "lint": "clean"}
@@ -50,7 +50,7 @@ def test_the_checklist_ends_the_run_without_asking_the_model() -> None:
     assert final.tools == [] and final.messages[-1] == {"role": "user", "content": CHECKLIST_DONE_REQUEST}
     offered = [e.n_tools_offered for e in result.events if isinstance(e, ModelCalled)]
     assert offered == [1, 1, 0]
-    done = [e.checklist_done for e in result.events if isinstance(e, ToolResultEvent)]
+    done = [e.checklist_done for e in result.events if isinstance(e, ToolCallFinished)]
     assert done == [["unit tests"], ["lint"]]
     [phase] = [e for e in result.events if isinstance(e, PhaseEnded)]
     assert phase.stop_reason == "checklist_complete"

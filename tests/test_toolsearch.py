@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwarden import Agent, FunctionModel, ModelRequest, ToolRegistry, call, tool
-from loopwarden.events import ModelCalled, ToolResultEvent, ToolsDiscovered
+from loopwarden.events import ModelCalled, ToolCallFinished, ToolsDiscovered
 from loopwarden.models import ToolCall, offered_tool_names
 from loopwarden.models.scripted import ReplyLike
 from loopwarden.permissions import Principal
@@ -132,7 +132,7 @@ async def test_agent_offers_a_handful_finds_the_tool_and_uses_it_next_turn() -> 
     discovered = [e for e in result.events if isinstance(e, ToolsDiscovered)]
     assert discovered and "weather__city_forecast" in discovered[0].tools
     assert discovered[0].n_tools_offered_next == calls[1].n_tools_offered
-    used = [e for e in result.events if isinstance(e, ToolResultEvent) and e.tool == "weather__city_forecast"]
+    used = [e for e in result.events if isinstance(e, ToolCallFinished) and e.tool == "weather__city_forecast"]
     assert len(used) == 1 and used[0].ok and used[0].executed and used[0].turn == 2
     assert result.status == "completed" and "Oslo" in str(result.output)
 
@@ -146,7 +146,7 @@ async def test_a_found_tool_called_in_the_same_turn_is_not_allowed() -> None:
     replies = iter([both, "done"])
     agent = Agent(FunctionModel(lambda r: next(replies)), registry, tool_search=ToolSearch())
     result = await agent.run("weather in Oslo")
-    refused = next(e for e in result.events if isinstance(e, ToolResultEvent) and e.tool == "weather__city_forecast")
+    refused = next(e for e in result.events if isinstance(e, ToolCallFinished) and e.tool == "weather__city_forecast")
     assert refused.error_type == "not_allowed" and not refused.executed
 
 
@@ -167,7 +167,7 @@ async def test_found_tools_outside_the_principals_roles_are_not_offered() -> Non
     model = FunctionModel(lambda r: next(replies))
     agent = Agent(model, registry, tool_search=ToolSearch(), principal=Principal.of("u1", ["viewer"]))
     result = await agent.run("customers?")
-    found = next(e for e in result.events if isinstance(e, ToolResultEvent) and e.tool == SEARCH_TOOL)
+    found = next(e for e in result.events if isinstance(e, ToolCallFinished) and e.tool == SEARCH_TOOL)
     assert found.ok
     offered_second = offered_tool_names(model.requests[1])
     assert "list_customers" in offered_second and "purge_customers" not in offered_second

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from loopwarden import Agent, tool
+from loopwarden import Agent, FunctionModel, ModelReply, ModelRequest, tool
 from loopwarden.events import Event, RunFinished
 from loopwarden.models.base import ModelError
 from loopwarden.models.cassette import RecordingModel
@@ -79,7 +79,7 @@ async def test_a_model_raising_something_unexpected_leaves_its_events_and_a_fail
     record = store.get_run("boom")
     assert record.status == "failed" and "RuntimeError: the SDK broke" in record.message
     types = [e.type for e in store.events("boom")]
-    assert types[0] == "run_started" and "model_call" in types and types[-1] == "tool_result"
+    assert types[0] == "run_started" and "model_called" in types and types[-1] == "tool_call_finished"
     assert not any(isinstance(e, RunFinished) for e in store.events("boom"))
     exchanges = load_exchanges(store, "boom")
     assert len(exchanges) == 2 and exchanges[0].reply is not None
@@ -115,18 +115,57 @@ async def test_a_cancelled_run_keeps_its_events_and_is_cancelled(tmp_path: Path)
     store = RunStore(db)
     assert store.get_run("c1").status == "cancelled"
     types = [e.type for e in store.events("c1")]
-    assert types[:2] == ["run_started", "model_call"] and "tool_call" in types and "tool_result" not in types
+    assert (
+        types[:2] == ["run_started", "model_called"]
+        and "tool_call_proposed" in types
+        and "tool_call_finished" not in types
+    )
+
+
+def waiting_reader_model() -> FunctionModel:
+    """The reader as a real client behaves: it waits on the event loop for every reply."""
+    script = reader_model()
+
+    async def reply(request: ModelRequest) -> ModelReply:
+        await asyncio.sleep(0)
+        return await script.complete(request)
+
+    return FunctionModel(reply)
 
 
 async def test_a_stream_left_unread_ends_cancelled_not_running(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.db")
-    agent = Agent(reader_model(), [read_file], trace=store)
+    agent = Agent(waiting_reader_model(), [read_file], trace=store)
+    seen: list[str] = []
     async with aclosing(agent.stream("Read a and b", run_id="left")) as events:
         async for event in events:
-            if event.type == "tool_result":
+            seen.append(event.type)
+            if event.type == "tool_call_finished":
                 break
+    # The run waited for the model's next reply after that result: it ends there, cancelled.
     assert store.get_run("left").status == "cancelled"
-    assert [e.type for e in store.events("left")][-1] == "tool_result"
+    assert [e.type for e in store.events("left")] == seen
+
+
+async def test_a_consumer_never_sees_an_event_the_store_does_not_have(tmp_path: Path) -> None:
+    # An instant model and quick tools never make the run wait: its events are committed in
+    # batches, each before the consumer gets any of it. A consumer that stops early may leave
+    # more in the store than it saw (the run got that far), never less, and the run row agrees.
+    store = RunStore(tmp_path / "runs.db")
+    cuts = ("run_started", "model_called", "tool_call_proposed", "guard_verdict", "tool_call_finished", "run_finished")
+    for cut in cuts:
+        run_id = f"cut-{cut}"
+        seen: list[Event] = []
+        async with aclosing(Agent(reader_model(), [read_file], trace=store).stream("Read", run_id=run_id)) as events:
+            async for event in events:
+                seen.append(event)
+                assert store.last_seq(run_id) >= event.seq  # committed before it was streamed
+                if event.type == cut:
+                    break
+        stored = store.events(run_id)
+        assert _dumps(stored[: len(seen)]) == _dumps(seen)
+        finished = isinstance(stored[-1], RunFinished)
+        assert store.get_run(run_id).status == (stored[-1].status if finished else "cancelled")  # type: ignore[attr-defined]
 
 
 async def test_the_environment_traces_agents_built_while_it_is_set(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwarden.events import Event, RunFinished, RunStarted, ToolCallProposed, ToolResultEvent
+from loopwarden.events import Event, RunFinished, RunStarted, ToolCallFinished, ToolCallProposed
 from loopwarden.trace.jsonl import TraceFormatError, export_run, read_jsonl, tee_jsonl, write_jsonl
 from loopwarden.trace.recorder import TraceRecorder
 from loopwarden.trace.store import RunStore
@@ -43,7 +43,7 @@ async def test_trace_summary_has_the_fields_a_reviewer_needs(tmp_path: Path) -> 
     assert summary.checklist == {"read_a": True, "read_b": False}
     assert summary.stop_reason == "repeated_call" and summary.status == "degraded"
     assert summary.totals is not None and summary.totals.prompt_tokens > 0
-    done = [e for e in run.events if isinstance(e, ToolResultEvent) and e.checklist_done]
+    done = [e for e in run.events if isinstance(e, ToolCallFinished) and e.checklist_done]
     assert [e.checklist_done for e in done] == [["read_a"]]
 
 

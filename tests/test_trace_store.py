@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopwarden.events import Event, EventStamper, GuardVerdict
+from loopwarden.events import Event, EventStamper, GuardVerdict, UnknownEvent
 from loopwarden.trace.migrations import MIGRATIONS, Migration
 from loopwarden.trace.store import RunNotFound, RunStore
 
 
 def _event(run_id: str, seq: int = 0, **extra: object) -> Event:
-    return Event(type="note", run_id=run_id, seq=seq, ts=1.0, **extra)
+    return UnknownEvent(type="note", run_id=run_id, seq=seq, ts=1.0, **extra)
 
 
 @pytest.fixture

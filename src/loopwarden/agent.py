@@ -1,21 +1,33 @@
 """The public surface of the runtime: an `Agent` is a model, tools and guards; each call to
-`stream`, `run`, `run_sync` or `resume` is one run (loop.py)."""
+`stream`, `run`, `run_sync`, `stream_text` or `resume` is one run (loop.py).
+
+    async with Agent(model, [lookup], output_type=Answer, deps_type=Deps) as agent:
+        result = await agent.run("who is Ada?", deps=Deps(db))
+        answer: Answer = result.output
+"""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from types import TracebackType
+from typing import Any, Generic, Self
+
+from typing_extensions import TypeVar
 
 from .approval import ApprovalGate, Decision, PendingApproval
 from .config import LoopConfig
+from .errors import ConfigError, OutputValidationError
 from .events import Event, EventStamper, RunFinished, Status, Totals
 from .guard import DetectorFactory
 from .loop import Run
 from .models.base import Message, Model
+from .output import UNSET
 from .permissions import Principal
 from .router import Router
 from .state import ChecklistItem, RunState
@@ -24,24 +36,64 @@ from .toolsearch import ToolSearch
 from .trace.tracing import Tracer, TraceTarget, resolve_trace
 from .verify import Verifier
 
+DepsT = TypeVar("DepsT", default=None)
+OutputT = TypeVar("OutputT", default=Any)
 
-@dataclass
-class RunResult:
+_NOT_TYPED: Any = object()
+
+
+@dataclass(repr=False)
+class RunResult(Generic[OutputT]):
     run_id: str
     status: Status
     stop_reason: str
-    output: Any
+    raw_output: Any
+    """What ended the run, as its `run_finished` event holds it: the answer (text, or JSON when the
+    agent has an `output_type`), a terminal tool's data, a pending approval, a clarifying question."""
     totals: Totals
     events: list[Event]
     messages: list[Message]
     state: RunState
+    parsed_output: Any = _NOT_TYPED
+    """The validated output when the agent has an `output_type` (UNSET when none validated)."""
+
+    @property
+    def output(self) -> OutputT:
+        """The run's output: the validated `output_type` value when the agent has one (raises
+        `OutputValidationError` when the run ended without one), else `raw_output`."""
+        if self.parsed_output is _NOT_TYPED:
+            return self.raw_output  # type: ignore[no-any-return]
+        if self.parsed_output is UNSET:
+            raise OutputValidationError(
+                f"the run ended {self.status} ({self.stop_reason}) without an output of the declared type"
+            )
+        return self.parsed_output  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        # Short on purpose: Python 3.11's asyncio.run() formats the repr of its main task, result
+        # included, when it restores the SIGINT handler; a full repr would cost time per event.
+        output = repr(self.raw_output)
+        return (
+            f"RunResult(run_id={self.run_id!r}, status={self.status!r}, stop_reason={self.stop_reason!r},"
+            f" output={output[:80] + '...' if len(output) > 80 else output},"
+            f" events=<{len(self.events)}>, messages=<{len(self.messages)}>)"
+        )
 
 
 @dataclass
-class Agent:
+class Agent(Generic[DepsT, OutputT]):
+    """A model, its tools and its guards. Everything after `model` and `tools` is keyword-only."""
+
     model: Model
     tools: ToolRegistry | Iterable[ToolLike] = ()
+    _: KW_ONLY
     system: str | None = None
+    output_type: type[OutputT] | None = None
+    """The answer's type (a pydantic model, a dataclass, any type pydantic validates): the model is
+    told its JSON Schema, a reply that does not validate is sent back with the errors (like a
+    verifier, `config.max_verify_retries` times), and `result.output` is the validated value."""
+    deps_type: type[DepsT] | None = None
+    """The type of `deps=` given to a run and handed to tools that ask for a `RunContext[...]`."""
     config: LoopConfig = field(default_factory=LoopConfig)
     checklist: Sequence[ChecklistItem] = ()
     verifiers: Sequence[Verifier] = ()
@@ -50,15 +102,15 @@ class Agent:
     none when empty. `config.disabled_detectors` switches any of them off by name."""
     approvals: ApprovalGate | None = None
     """Decides `requires_approval` calls in process; without one such a call pauses the run (resume())."""
-    principal_roles: frozenset[str] | None = None
     offered: Sequence[str] | None = None
     """Names of the tools offered each turn; all registered tools when None."""
     router: Router | None = None
-    """Routes each request to an intent: its tools, slots, checklist and step cap (router.py)."""
+    """Routes each request to an intent: its tools, slots, checklist and tool-round budget (router.py)."""
     tool_search: ToolSearch | None = None
     """Progressive disclosure: offer `search_tools` and what it finds, not the registry."""
     principal: Principal | None = None
-    """Who runs act for; its roles replace `principal_roles` when set."""
+    """Who runs act for: tools declaring `roles=` need one of its roles. None: no roles checked
+    beyond the tools' own (a tool with `roles=` is then refused)."""
     clock: Callable[[], datetime] | None = None
     """Read once at run start; relative dates in the run resolve from it (default: now, UTC)."""
     trace: TraceTarget = None
@@ -77,19 +129,122 @@ class Agent:
         assert isinstance(self.tools, ToolRegistry)
         return self.tools
 
+    # -- running -------------------------------------------------------------------------------
+
     def stream(
-        self, prompt: str | list[Message], *, run_id: str | None = None, stamper: EventStamper | None = None
+        self,
+        prompt: str | list[Message],
+        *,
+        deps: DepsT | None = None,
+        run_id: str | None = None,
+        stamper: EventStamper | None = None,
     ) -> AsyncIterator[Event]:
         """Run and yield events. Pass a `stamper` to number this run's events within a larger
         sequence (a pipeline running several phases under one run id)."""
         run_id = stamper.run_id if stamper else run_id or uuid.uuid4().hex
-        return self._start(prompt, run_id, stamper)[1]
+        return self._start(prompt, run_id, stamper, deps=deps)[1]
 
-    async def run(self, prompt: str | list[Message], *, run_id: str | None = None) -> RunResult:
-        run, stream = self._start(prompt, run_id or uuid.uuid4().hex)
+    async def run(
+        self, prompt: str | list[Message], *, deps: DepsT | None = None, run_id: str | None = None
+    ) -> RunResult[OutputT]:
+        return await self._collect(prompt, run_id or uuid.uuid4().hex, deps, None)
+
+    def run_sync(
+        self, prompt: str | list[Message], *, deps: DepsT | None = None, run_id: str | None = None
+    ) -> RunResult[OutputT]:
+        """`run` for code that is not async. Inside a running event loop (a notebook, an async
+        web handler) the run goes to a worker thread with its own loop, and this call waits."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(prompt, deps=deps, run_id=run_id))
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="loopwarden-run-sync") as pool:
+            return pool.submit(asyncio.run, self.run(prompt, deps=deps, run_id=run_id)).result()
+
+    def stream_text(
+        self, prompt: str | list[Message], *, deps: DepsT | None = None, run_id: str | None = None
+    ) -> TextStream[OutputT]:
+        """The model's text as it arrives (`async for delta in agent.stream_text(...)`), through
+        the model client's streaming; the guard still sees each whole reply. After the loop,
+        `.result` is the run's `RunResult`."""
+        return TextStream(self, prompt, deps, run_id or uuid.uuid4().hex)
+
+    def resume(
+        self,
+        pending: PendingApproval,
+        decisions: Mapping[str, bool | Decision],
+        *,
+        deps: DepsT | None = None,
+        stamper: EventStamper | None = None,
+    ) -> AsyncIterator[Event]:
+        """Continue a run that paused for approval (approval.py), with a decision per call id."""
+        agent = replace(self, approvals=ApprovalGate.with_decisions(decisions, self.approvals))
+        run_id = stamper.run_id if stamper else pending.run_id
+        run, stream = agent._start(pending.messages, run_id, stamper, deps=deps)
+        run.messages, run.turn, run.replay = list(pending.messages), pending.turn, pending.replay()
+        return stream
+
+    # -- closing -------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the model clients this agent holds (its model's, and the agents it hands off to)."""
+        for model in {id(m): m for m in self._models()}.values():
+            closing = getattr(model, "aclose", None)
+            if closing is not None:
+                await closing()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def _models(self) -> list[Model]:
+        from .handoff import HandoffTool
+
+        models = [self.model]
+        for tool in self.registry:
+            if isinstance(tool, HandoffTool):
+                models += tool.target._models()
+        return models
+
+    # -- inside ----------------------------------------------------------------------------------
+
+    def _start(
+        self,
+        prompt: str | list[Message],
+        run_id: str,
+        stamper: EventStamper | None = None,
+        *,
+        deps: Any = None,
+        on_text: Callable[[str], None] | None = None,
+    ) -> tuple[Run, AsyncIterator[Event]]:
+        """A run and its event stream, through the tracer when this agent traces (trace/tracing.py)."""
+        wanted = self.deps_type
+        if deps is not None and isinstance(wanted, type) and not isinstance(deps, wanted):
+            raise ConfigError(f"deps is a {type(deps).__name__}; this agent's deps_type is {wanted.__name__}")
+        if not isinstance(self.trace, Tracer):
+            run = Run(self, prompt, run_id, stamper, deps=deps, on_text=on_text)
+            return run, run.events()
+        tracer = self.trace
+
+        def traced(model: Model) -> Model:  # this agent's model, and those of agents it hands off to
+            return tracer.model(model, run_id)
+
+        run = Run(replace(self, model=traced(self.model), trace=False), prompt, run_id, stamper, deps=deps,
+                  on_text=on_text, wrap_model=traced)  # fmt: skip
+        return run, tracer.record(run.events(), run_id)
+
+    async def _collect(
+        self, prompt: str | list[Message], run_id: str, deps: Any, on_text: Callable[[str], None] | None
+    ) -> RunResult[OutputT]:
+        run, stream = self._start(prompt, run_id, deps=deps, on_text=on_text)
         events = [event async for event in stream]
         last = events[-1]
         assert isinstance(last, RunFinished)
+        final = run.final()
         return RunResult(
             run.run_id,
             last.status,
@@ -97,33 +252,38 @@ class Agent:
             last.output,
             last.totals,
             events,
-            run.messages,
-            run.state,
+            final.messages,
+            final.state,
+            _NOT_TYPED if final.output is None else final.output.value,
         )
 
-    def run_sync(self, prompt: str | list[Message], *, run_id: str | None = None) -> RunResult:
-        return asyncio.run(self.run(prompt, run_id=run_id))
 
-    def resume(
-        self,
-        pending: PendingApproval,
-        decisions: Mapping[str, bool | Decision],
-        *,
-        stamper: EventStamper | None = None,
-    ) -> AsyncIterator[Event]:
-        """Continue a run that paused for approval (approval.py), with a decision per call id."""
-        agent = replace(self, approvals=ApprovalGate.with_decisions(decisions, self.approvals))
-        run, stream = agent._start(pending.messages, stamper.run_id if stamper else pending.run_id, stamper)
-        run.messages, run.turn, run.replay = list(pending.messages), pending.turn, pending.replay()
-        return stream
+class TextStream(Generic[OutputT]):
+    """Text deltas of one run, in order; `result` once the iteration has ended."""
 
-    def _start(
-        self, prompt: str | list[Message], run_id: str, stamper: EventStamper | None = None
-    ) -> tuple[Run, AsyncIterator[Event]]:
-        """A run and its event stream, through the tracer when this agent traces (trace/tracing.py)."""
-        if not isinstance(self.trace, Tracer):
-            run = Run(self, prompt, run_id, stamper)
-            return run, run.events()
-        tracer = self.trace
-        run = Run(replace(self, model=tracer.model(self.model, run_id), trace=False), prompt, run_id, stamper)
-        return run, tracer.record(run.events())
+    def __init__(self, agent: Agent[Any, OutputT], prompt: str | list[Message], deps: Any, run_id: str) -> None:
+        self._agent, self._prompt, self._deps, self.run_id = agent, prompt, deps, run_id
+        self.result: RunResult[OutputT] | None = None
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._deltas()
+
+    async def _deltas(self) -> AsyncIterator[str]:
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+        async def drive() -> None:
+            try:
+                self.result = await self._agent._collect(self._prompt, self.run_id, self._deps, queue.put_nowait)
+            finally:
+                queue.put_nowait(None)
+
+        task = asyncio.create_task(drive())
+        try:
+            while (delta := await queue.get()) is not None:
+                yield delta
+            await task  # the run's own error, if it raised
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task

@@ -14,6 +14,8 @@ WRAP_UP_NUDGE = (
     "use what you have gathered, call the finishing tool if there is one, or give your final answer."
 )
 WRAP_UP_REQUEST = "Stop calling tools now. Using only what you have gathered so far, give your final answer."
+NO_CALLS_REQUEST = "You cannot call tools now. Answer in text, from the results above."
+ASSEMBLED_MARK = "[No answer from the model: assembled by the runtime from what the tools returned.]"
 CHECKLIST_DONE_REQUEST = "Every required step is done. Give your final answer to the user now, from the results above."
 CHECKLIST_OPEN_REMINDER = (
     "The task is not done yet. Still to do: {missing}. Do not describe it: call the tool for the next step."
@@ -35,3 +37,5 @@ class LoopConfig:
     phase: str = "tools"
     disabled_detectors: frozenset[str] = frozenset()
     """Names of detectors to switch off ("cycle", "error_loop", "no_progress", "repetition", "monologue")."""
+    max_output_tokens: int | None = None
+    """The most a model may write per call (`max_tokens`); None = the endpoint's default."""

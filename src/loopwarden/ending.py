@@ -9,7 +9,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from .config import WRAP_UP_REQUEST
+from .config import ASSEMBLED_MARK, NO_CALLS_REQUEST, WRAP_UP_REQUEST
 from .events import (
     Event,
     GuardVerdict,
@@ -21,7 +21,8 @@ from .events import (
 )
 from .guard.budget import HARD_BUDGET_REASONS
 from .guard.ladder import Finding, Rung
-from .models.base import ModelError, ModelReply, ModelRequest, ToolChoice
+from .guard.repetition import ChantInStream, StreamWatch, chant
+from .models.base import ModelError, ModelReply, ModelRequest, ToolChoice, Usage
 from .proposals import Proposal
 from .verify import first_failure, reinforcement
 
@@ -55,27 +56,61 @@ async def after_stop(run: Run, stop: Stop) -> AsyncIterator[Event]:
 
 
 async def final_answer(run: Run, request: str, stop_reason: str, status: Status) -> AsyncIterator[Event]:
-    """One more model call with no tools offered; its text is the run's output."""
+    """One more model call with no tools offered; its text is the run's output. A reply with
+    no answer in it (only tool calls, nothing, or a chant) is asked once more with the tools
+    shown and `tool_choice="none"`; if that brings none either, the answer is assembled from
+    the results gathered and marked as such. The output is never empty."""
     run.messages.append({"role": "user", "content": request})
-    try:
-        reply = await call_model(run, [], None)
-    except Stop as stop:
-        if stop.event is not None:
-            yield stop.event
-        yield finished(run, status, stop_reason, None, note=stop.message)
+    reply: ModelReply | None = None
+    asks: list[tuple[list[str], ToolChoice | None]] = [([], None), (run.scope.offered(set()), "none")]
+    for tools, choice in asks:
+        try:
+            reply = await call_model(run, tools, choice)
+        except Stop as stop:
+            if stop.event is not None:
+                yield stop.event
+            yield finished(run, status, stop_reason, None, note=stop.message)
+            return
+        yield model_event(run, reply)
+        if reply.tool_calls:
+            yield run.stamp(
+                GuardVerdict,
+                turn=run.turn,
+                detector="no_tools_phase",
+                action="refused",
+                reason="tool calls proposed when asked for the answer; ignored",
+                evidence=[c.name for c in reply.tool_calls],
+            )
+        chanted = chant(reply.text or "")
+        if chanted is not None:
+            yield run.stamp(
+                GuardVerdict, turn=run.turn, detector="repetition", action="refused", reason=f"no answer: {chanted}"
+            )
+        elif (reply.text or "").strip():
+            break
+        run.messages += [
+            {"role": "assistant", "content": reply.text or ""},
+            {"role": "user", "content": NO_CALLS_REQUEST},
+        ]
+    else:
+        yield finished(run, status, stop_reason, assembled_answer(run), assembled=True)
         return
-    yield model_event(run, reply)
-    if reply.tool_calls:
-        yield run.stamp(
-            GuardVerdict,
-            turn=run.turn,
-            detector="no_tools_phase",
-            action="refused",
-            reason="tool calls proposed when no tools were offered; ignored",
-            evidence=[c.name for c in reply.tool_calls],
-        )
     async for event in finish_with_answer(run, reply, stop_reason, status):
         yield event
+
+
+def assembled_answer(run: Run) -> str:
+    """What the tools returned, as an answer nobody wrote: the fallback when the model gives none."""
+    seen: set[str] = set()
+    lines = []
+    for record in run.state.records:
+        result = record.result
+        if result is None or not record.executed or record.fingerprint in seen:
+            continue
+        seen.add(record.fingerprint)
+        lines.append(f"- {record.tool}: {result.to_model_content()[:300]}")
+    body = "\n".join(lines[-20:]) or "- no tool was run"
+    return f"{ASSEMBLED_MARK}\n{body}"
 
 
 async def finish_with_answer(
@@ -83,7 +118,7 @@ async def finish_with_answer(
 ) -> AsyncIterator[Event]:
     text = reply.text or ""
     for _ in range(run.config.max_verify_retries):
-        problem = first_failure(list(run.agent.verifiers), text)
+        problem = first_failure(run.verifiers, text)
         if problem is None:
             break
         yield run.stamp(GuardVerdict, turn=run.turn, detector="verifier", action="refused", reason=problem)
@@ -101,11 +136,11 @@ async def finish_with_answer(
         yield model_event(run, reply)
         text = reply.text or ""
     else:
-        if first_failure(list(run.agent.verifiers), text) is not None:
+        if first_failure(run.verifiers, text) is not None:
             yield finished(run, "failed", "verifier_failed", text)
             return
     run.messages.append({"role": "assistant", "content": text})
-    yield finished(run, status, stop_reason, text)
+    yield finished(run, status, stop_reason, run.output.dump() if run.output is not None else text)
 
 
 # -- the model call and the budgets before it --------------------------------------------------
@@ -120,35 +155,43 @@ def check_budgets(run: Run) -> None:
 
 async def call_model(run: Run, tool_names: list[str], choice: ToolChoice | None) -> ModelReply:
     run.turn += 1
-    request = ModelRequest(
+    # Built by the runtime from checked parts: not re-validated (the history grows every turn).
+    request = ModelRequest.model_construct(
         messages=list(run.messages),
         tools=run.agent.registry.openai_tools(tool_names),
         tool_choice=choice if tool_names else None,
+        max_tokens=run.config.max_output_tokens,
+        on_text=StreamWatch(run.on_text) if run.on_text is not None else None,
     )
     remaining = run.config.budgets.remaining_seconds(time.monotonic() - run.started)
     began = time.perf_counter()
     try:
         async with asyncio.timeout(remaining):
             reply = await run.agent.model.complete(request)
+    except ChantInStream as cut:  # the stream was cut where it began to chant: that text is the reply
+        # The usage never arrived; about 4 characters a token keeps the token budget honest.
+        reply = ModelReply(text=cut.text, finish_reason="chant", usage=Usage(completion_tokens=len(cut.text) // 4))
     except TimeoutError:
         raise Stop("time_budget", "wall-clock budget ran out during a model call", hard=True) from None
     except ModelError as error:
+        _charge(run, error.attempts, error.usage)  # refused and timed-out attempts cost too
         failed = run.stamp(
             ModelFailed,
             turn=run.turn,
-            kind=error.kind,
-            message=error.message,
-            retryable=error.retryable,
-            status=error.status,
-            notes=error.notes,
+            **error.event_fields(),
         )
         raise Stop("model_error", f"{error.kind}: {error.message}", hard=True, event=failed) from None
     run.last_call_ms = (time.perf_counter() - began) * 1000
     run.last_offered, run.last_choice = tool_names, request.tool_choice
-    run.totals.model_calls += 1
-    run.totals.add_usage(reply.usage)
-    run.totals.cost += run.config.budgets.cost_of(run.agent.model.name, reply.usage)
+    _charge(run, reply.attempts, reply.usage)
     return reply
+
+
+def _charge(run: Run, attempts: int, usage: Usage) -> None:
+    """Every request that reached the server is a model call, priced (retries included)."""
+    run.totals.model_calls += attempts
+    run.totals.add_usage(usage)
+    run.totals.cost += run.config.budgets.cost_of(run.agent.model.name, usage)
 
 
 # -- events --------------------------------------------------------------------------------------
@@ -167,6 +210,7 @@ def model_event(run: Run, reply: ModelReply) -> Event:
         n_tool_calls=len(reply.tool_calls),
         duration_ms=run.last_call_ms,
         notes=reply.notes,
+        attempts=reply.attempts,
     )
 
 
@@ -175,7 +219,7 @@ def verdict_event(run: Run, p: Proposal) -> Event:
 
 
 def finding_event(run: Run, finding: Finding) -> Event:
-    action = {Rung.NUDGE: "nudge", Rung.NARROW: "narrowed", Rung.STOP: "stopped"}.get(finding.rung, "allow")
+    action = {Rung.NUDGE: "nudged", Rung.NARROW: "narrowed", Rung.STOP: "stopped"}.get(finding.rung, "allowed")
     return run.stamp(
         GuardVerdict,
         turn=run.turn,
@@ -188,6 +232,8 @@ def finding_event(run: Run, finding: Finding) -> Event:
 
 
 def phase_event(run: Run, reason: str, status: Status, message: str) -> Event:
+    if status != "completed" and reason not in run.fired:
+        run.fired.append(reason)  # a budget (or any stop no detector announced) is named last
     return run.stamp(
         PhaseEnded,
         phase=run.config.phase,
@@ -195,13 +241,31 @@ def phase_event(run: Run, reason: str, status: Status, message: str) -> Event:
         policy=run.config.policy,
         status=status,
         message=message,
+        detectors=list(run.fired),
     )
 
 
-def finished(run: Run, status: Status, reason: str, output: Any, note: str = "") -> Event:
+def finished(
+    run: Run,
+    status: Status,
+    reason: str,
+    output: Any,
+    note: str = "",
+    *,
+    rescued: bool = False,
+    assembled: bool = False,
+) -> Event:
     run.totals.duration_s = time.monotonic() - run.started
     run.totals.duplicates_avoided = run.checker.duplicates_avoided
     checklist = run.state.checklist.snapshot() if run.state.checklist else None
     return run.stamp(
-        RunFinished, status=status, stop_reason=reason, output=output, totals=run.totals, checklist=checklist
+        RunFinished,
+        status=status,
+        stop_reason=reason,
+        output=output,
+        totals=run.totals_so_far(),
+        checklist=checklist,
+        detectors=list(run.fired),
+        rescued=rescued,
+        assembled=assembled,
     )

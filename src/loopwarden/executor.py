@@ -5,43 +5,23 @@ Nothing a tool does escapes as an exception: every outcome is a `ToolResult`."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
+from .retry import Retrier, Retry, RetryPolicy, is_retryable_status, retry_after_seconds
 from .tools import Tool, ToolResult
 
-RETRYABLE_EXCEPTIONS: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError, httpx.TransportError)
-RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+__all__ = ["Execution", "Executor", "RetryPolicy", "exception_result", "validate_arguments"]
 
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff with jitter and a cap; only `retryable` results are retried."""
-
-    max_attempts: int = 3
-    base_delay: float = 0.25
-    max_delay: float = 8.0
-    jitter: float = 0.5
-    max_elapsed: float | None = None
-    """No new attempt starts once this many seconds have passed since the first."""
-
-    def delay(self, attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
-        """Backoff before attempt `attempt + 1`; a server's Retry-After wins, still capped."""
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_delay)
-        raw = min(self.base_delay * (2 ** (attempt - 1)), self.max_delay)
-        return float(raw * (1 - self.jitter + self.jitter * rng.random()))
-
-    def gives_up(self, attempt: int, elapsed: float, next_delay: float) -> bool:
-        if attempt >= self.max_attempts:
-            return True
-        return self.max_elapsed is not None and elapsed + next_delay >= self.max_elapsed
+RETRYABLE_EXCEPTIONS: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError)
+"""Besides these, httpx's transport errors are retryable (see exception_result)."""
 
 
 @dataclass(frozen=True)
@@ -78,29 +58,31 @@ def validation_errors(error: ValidationError) -> list[dict[str, Any]]:
 
 
 def exception_result(tool: Tool, error: Exception) -> ToolResult:
-    """A raised exception as a result; network trouble and HTTP 408/429/5xx are retryable."""
+    """A raised exception as a result; network trouble and HTTP 408/429/5xx are retryable. An
+    OSError names only the last component of its paths: host paths never reach the model."""
     text = f"{type(error).__name__}: {error}"
-    if isinstance(error, httpx.HTTPStatusError):
+    if isinstance(error, OSError) and (error.filename is not None or error.filename2 is not None):
+        names = [
+            os.path.basename(os.fsdecode(f)) if isinstance(f, str | bytes) else str(f)
+            for f in (error.filename, error.filename2)
+            if f is not None
+        ]
+        text = f"{type(error).__name__}: {error.strerror or 'error'}: {' -> '.join(names)}"
+    # httpx is not imported for this: an httpx error can only exist once a tool has imported it.
+    hx = sys.modules.get("httpx")
+    if hx is not None and isinstance(error, hx.HTTPStatusError):
         status = error.response.status_code
         return ToolResult.failure(
             f"http_{status}",
             text,
-            retryable=status in RETRYABLE_STATUS,
-            data={"status_code": status, "retry_after": _retry_after(error.response)},
+            retryable=is_retryable_status(status),
+            data={"status_code": status, "retry_after": retry_after_seconds(error.response.headers)},
         )
-    if isinstance(error, TimeoutError | httpx.TimeoutException):
+    if isinstance(error, TimeoutError) or (hx is not None and isinstance(error, hx.TimeoutException)):
         return ToolResult.failure("timeout", text, retryable=True)
-    if isinstance(error, RETRYABLE_EXCEPTIONS):
+    if isinstance(error, RETRYABLE_EXCEPTIONS) or (hx is not None and isinstance(error, hx.TransportError)):
         return ToolResult.failure("connection_error", text, retryable=True)
     return ToolResult.failure("exception", text, retryable=False)
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:  # an HTTP date: fall back to our own backoff
-        return None
 
 
 def retry_after_of(result: ToolResult) -> float | None:
@@ -134,29 +116,21 @@ class Executor:
     rng: random.Random = field(default_factory=random.Random)
 
     async def run(self, tool: Tool, arguments: BaseModel) -> Execution:
-        """Attempt until a result is not retryable or the policy gives up; deterministic
-        failures return at once."""
+        """Attempt until a result is not retryable or the policy gives up (retry.py);
+        deterministic failures return at once."""
         started = time.perf_counter()
-        attempt, busy, waited = 0, 0.0, 0.0
-        while True:
-            attempt += 1
-            began = time.perf_counter()
-            result = await self._attempt(tool, arguments)
-            busy += time.perf_counter() - began
-            wall_ms = (time.perf_counter() - started) * 1000
-            if not result.retryable:
-                return Execution(result, attempt, wall_ms)
-            pause = self.retry.delay(attempt, self.rng, retry_after_of(result))
-            # Time spent = attempts + backoff asked for (not the wall clock: `sleep` may be injected).
-            if self.retry.gives_up(attempt, busy + waited, pause):
-                return Execution(_gave_up(result, attempt), attempt, wall_ms)
-            await self.sleep(pause)
-            waited += pause
+        retrier = Retrier(self.retry, self.sleep, self.rng)
+        done = await retrier.run(lambda: self._attempt(tool, arguments), _wants_retry)
+        wall_ms = (time.perf_counter() - started) * 1000
+        result = _gave_up(done.outcome, done.attempts) if done.gave_up else done.outcome
+        return Execution(result, done.attempts, wall_ms)
 
     async def run_many(self, jobs: Sequence[tuple[Tool, BaseModel]]) -> list[Execution]:
         """Run concurrently (bounded); results come back in the order proposed. A write is a
         barrier: it waits for the calls proposed before it, and the calls after it wait for it,
         so "record, then show the trend" in one turn reads what was just written."""
+        if len(jobs) == 1:  # the common turn: one call, no tasks to schedule
+            return [await self.run(*jobs[0])]
         semaphore = asyncio.Semaphore(max(self.max_parallel, 1))
 
         async def bounded(tool: Tool, arguments: BaseModel) -> Execution:
@@ -171,8 +145,11 @@ class Executor:
     async def _attempt(self, tool: Tool, arguments: BaseModel) -> ToolResult:
         limit = tool.timeout if tool.timeout is not None else self.default_timeout
         try:
-            async with asyncio.timeout(limit):
-                raw = await tool.call(arguments)
+            if tool.runs_inline:  # a quick sync tool: no thread hop, and no timer (nothing could interrupt it)
+                raw = tool.call_inline(arguments)
+            else:
+                async with asyncio.timeout(limit):
+                    raw = await tool.call(arguments)
         except TimeoutError:
             return ToolResult.failure(
                 "timeout",
@@ -205,6 +182,10 @@ def _batches(jobs: Sequence[tuple[Tool, BaseModel]]) -> list[list[tuple[Tool, Ba
     if reads:
         batches.append(reads)
     return batches
+
+
+def _wants_retry(result: ToolResult) -> Retry | None:
+    return Retry(retry_after_of(result)) if result.retryable else None
 
 
 def _gave_up(result: ToolResult, attempts: int) -> ToolResult:

@@ -15,3 +15,11 @@ RunHook = Callable[["Run"], None]
 
 run_hook: ContextVar[RunHook | None] = ContextVar("loopwarden_run_hook", default=None)
 """Called with each `Run` at the end of its construction, in the context that builds it."""
+
+idempotency_key_var: ContextVar[str | None] = ContextVar("loopwarden_idempotency_key", default=None)
+
+
+def idempotency_key() -> str | None:
+    """Inside a tool running in a durable run: `<run id>:<step id>`, the same string on every
+    execution of that call, including the one after a crash (durable/steps.py). None otherwise."""
+    return idempotency_key_var.get()

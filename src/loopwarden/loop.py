@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .approval import ApprovalReview
 from .config import CHECKLIST_DONE_REQUEST, CHECKLIST_OPEN_REMINDER
+from .context import RunContext, current_context
 from .ending import (
     Stop,
     after_stop,
@@ -33,11 +35,12 @@ from .ending import (
 from .events import (
     Event,
     EventStamper,
+    HandedOff,
     IntentRouted,
     NudgeInjected,
     RunStarted,
+    ToolCallFinished,
     ToolCallProposed,
-    ToolResultEvent,
     ToolsDiscovered,
     Totals,
 )
@@ -45,9 +48,13 @@ from .executor import Executor
 from .guard import build_detectors
 from .guard.fingerprint import args_hash
 from .guard.ladder import Finding, Rung
+from .guard.monologue import PENDING_TERMINAL, open_work
+from .guard.novelty import novelty_of
 from .guard.repeat import RepeatGuard
+from .handoff import HandoffTool
 from .hooks import run_hook
-from .models.base import Message, ModelReply, ToolChoice
+from .models.base import Message, Model, ModelReply, ToolChoice
+from .output import OutputSpec
 from .proposals import Proposal, ProposalChecker
 from .scope import Scope, request_text
 from .slots import RunClock
@@ -61,16 +68,31 @@ class Run:
     """One run of an agent: the loop and the state it keeps."""
 
     def __init__(
-        self, agent: Agent, prompt: str | list[Message], run_id: str, stamper: EventStamper | None = None
+        self,
+        agent: Agent[Any, Any],
+        prompt: str | list[Message],
+        run_id: str,
+        stamper: EventStamper | None = None,
+        *,
+        deps: Any = None,
+        on_text: Callable[[str], None] | None = None,
+        handed_from: Run | None = None,
+        wrap_model: Callable[[Model], Model] | None = None,
     ) -> None:
         self.agent, self.config, self.run_id = agent, agent.config, run_id
         self.stamp = stamper or EventStamper(run_id)
         self.totals = Totals()
+        self.deps, self.on_text, self.wrap_model = deps, on_text, wrap_model
+        self.handed_from: Run | None = handed_from
+        self.handed_to: Run | None = None
+        self.output = OutputSpec.of(agent.output_type)
+        self.verifiers = [*agent.verifiers, *([self.output.verify] if self.output else [])]
         self.state = RunState(checklist=Checklist(agent.checklist) if agent.checklist else None)
-        self.repeats = RepeatGuard(self.config.ladder)
+        self.novelty = novelty_of(self.state)
+        self.repeats = RepeatGuard(self.config.ladder, self.novelty)
         self.detectors = build_detectors(agent.detectors, self.config.disabled_detectors)
         self.approvals = ApprovalReview(agent.approvals, self.stamp, lambda: self.messages)
-        roles = agent.principal.roles if agent.principal else agent.principal_roles
+        roles = agent.principal.roles if agent.principal else None
         self.scope = Scope(agent.registry, roles, RunClock(agent.clock), agent.tool_search)
         self.checker = ProposalChecker(agent.registry, self.repeats, roles, self.scope.arguments.prepare)
         self.executor = Executor(
@@ -81,12 +103,15 @@ class Run:
         self.prompt = prompt if isinstance(prompt, str) else json.dumps(prompt)[:2000]
         self.prompt_in = prompt
         self.messages: list[Message] = [{"role": "system", "content": agent.system}] if agent.system else []
+        if self.output is not None:
+            self.messages.append({"role": "system", "content": self.output.instruction()})
         self.messages += [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
         self.offered = list(agent.offered if agent.offered is not None else agent.registry.names())
         self.turn = 0
         self.done = False
         self.turn_findings: list[Finding] = []
         self.nudged: set[str] = set()
+        self.fired: list[str] = []  # detectors that stepped in, in the order they first did
         self.narrowed: set[str] = set()
         self.forced_choice: ToolChoice | None = None
         self.last_offered: list[str] = []
@@ -103,14 +128,15 @@ class Run:
         request = request_text(self.prompt_in, latest=self.replay is None)  # a resumed run re-routes its request
         route = await self.scope.open(self.agent.router, request, self.agent.offered)
         self.offered = self.scope.base
-        yield self.stamp(
-            RunStarted,
-            input=self.prompt,
-            tools=self.offered,
-            model=self.agent.model.name,
-            policy=self.config.policy,
-            intent=route.intent_name if route else None,
-        )
+        if self.handed_from is None:  # a handed-over run goes on under the run_started already told
+            yield self.stamp(
+                RunStarted,
+                input=self.prompt,
+                tools=self.offered,
+                model=self.agent.model.name,
+                policy=self.config.policy,
+                intent=route.intent_name if route else None,
+            )
         if route is not None:
             self.scope.charge(self.totals, self.config.budgets)
             yield self.stamp(IntentRouted, **self.scope.route_fields())
@@ -163,6 +189,8 @@ class Run:
                 tool=p.call.name,
                 arguments=p.arguments,
                 args_hash=args_hash(p.arguments),
+                raw_arguments=p.call.arguments,
+                repaired=p.repair,
             )
             yield verdict_event(self, p)
         self._observe("on_calls", [p.record for p in proposals])
@@ -177,11 +205,17 @@ class Run:
             return
         await self._execute([p for p in proposals if p.runnable])
         for p in proposals:
+            p.take_shared_result()
+        records = []
+        for p in proposals:
             assert p.result is not None
             self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": p.result.to_model_content()})
-            done = self.state.add(p.record)
-            yield self.stamp(ToolResultEvent, turn=self.turn, checklist_done=done, **p.result_fields())
-        self._observe("on_results", [p.record for p in proposals])
+            records.append(p.record)
+            done = self.state.add(records[-1])
+            yield self.stamp(ToolCallFinished, turn=self.turn, checklist_done=done, **p.result_fields())
+        self.novelty.observe_results(self.turn, records, self.state)
+        self.repeats.settle(records)
+        self._observe("on_results", records)
         if found := self.scope.observe((p.tool, p.result) for p in proposals):
             yield self.stamp(
                 ToolsDiscovered, turn=self.turn, tools=found, n_tools_offered_next=len(self._offered_now())
@@ -196,9 +230,16 @@ class Run:
             self.turn_findings.insert(0, stopped.finding(self.config.ladder.stop_at))
         elif terminal is not None:
             assert terminal.result is not None
+            if isinstance(terminal.tool, HandoffTool):
+                async for event in self._hand_off(terminal, terminal.tool):
+                    yield event
+                return
             output = terminal.result.data if terminal.result.data is not None else terminal.arguments
+            rescued = isinstance(self.last_choice, dict)  # the runtime forced this call
+            if self.output is not None and self.output.accept(output):
+                output = self.output.dump()
             yield phase_event(self, "terminal_tool", "completed", f"{terminal.call.name} ended the phase")
-            yield finished(self, "completed", "terminal_tool", output)
+            yield finished(self, "completed", "terminal_tool", output, rescued=rescued)
             self.done = True
             return
         elif self.state.checklist is not None and self.state.checklist.complete:
@@ -208,8 +249,8 @@ class Run:
             self.done = True
             return
         for p in proposals:
-            if p.decision.action in ("nudge", "narrowed") and p.tool is not None:
-                rung = Rung.NUDGE if p.decision.action == "nudge" else Rung.NARROW
+            if p.decision.action in ("nudged", "narrowed") and p.tool is not None:
+                rung = Rung.NUDGE if p.decision.action == "nudged" else Rung.NARROW
                 self.turn_findings.append(p.finding(p.decision.count, rung))
         for event in self._apply_findings():
             yield event
@@ -225,6 +266,8 @@ class Run:
     def _apply_findings(self) -> Iterator[Event]:
         findings, self.turn_findings = self.turn_findings, []
         for finding in findings:
+            if finding.rung != Rung.NONE and finding.detector not in self.fired:
+                self.fired.append(finding.detector)
             if finding.detector != "repeated_call":  # its verdicts were told per call already
                 yield finding_event(self, finding)
             if finding.rung == Rung.STOP:
@@ -250,6 +293,13 @@ class Run:
         """Text detectors see every reply; with calls, their findings wait for the turn's results."""
         self.turn_findings, self.text_flagged = [], False
         self.state.add_reply(self.turn, reply.text or "", len(reply.tool_calls), bool(self.last_offered))
+        self.state.data[PENDING_TERMINAL] = [  # a handoff is an option, not the way to finish
+            t.wire_name
+            for t in self.agent.registry
+            if t.terminal and not isinstance(t, HandoffTool) and t.wire_name in self.last_offered
+        ]
+        if reply.text:
+            self.novelty.observe_text(reply.text)
         if not reply.text and reply.tool_calls:
             return  # an empty reply with no call is still a reply that did nothing: detectors see it
         for detector in self.detectors:
@@ -263,13 +313,15 @@ class Run:
                 yield event
 
     def _keep_working(self, reply: ModelReply) -> bool:
-        """A text-only reply is no answer while text detectors object to it, or while declared
-        work is open and tools are offered (then the model is reminded what is left)."""
+        """A text-only reply is no answer while text detectors object to it, or while work is
+        open and tools are offered: checklist items left, or a terminal tool not yet called
+        (then the model is reminded what is left; the monologue detector counts the replies)."""
         if self.text_flagged:
             return True
-        if not (self.state.task_open and self.last_offered and self.state.checklist):
+        missing = open_work(self.state) if self.last_offered else []
+        if not missing:
             return False
-        reminder = CHECKLIST_OPEN_REMINDER.format(missing=", ".join(self.state.checklist.missing))
+        reminder = CHECKLIST_OPEN_REMINDER.format(missing=", ".join(missing))
         self.messages += [reply.assistant_message(), {"role": "user", "content": reminder}]
         return True
 
@@ -290,9 +342,57 @@ class Run:
         return self.forced_choice or "auto"
 
     async def _execute(self, runnable: list[Proposal]) -> None:
-        executions = await self.executor.run_many([(p.tool, p.validated) for p in runnable])  # type: ignore[misc]
+        token = current_context.set(RunContext(self.deps, self.run_id, self.turn))
+        try:
+            executions = await self.executor.run_many([(p.tool, p.validated) for p in runnable])  # type: ignore[misc]
+        finally:
+            current_context.reset(token)
         for p, execution in zip(runnable, executions, strict=True):
             p.set_execution(execution)
             self.totals.tool_executions += 1
             assert p.tool is not None
             self.repeats.record(p.fingerprint, p.tool, execution.result, self.turn)
+
+    # -- handoff ---------------------------------------------------------------------------------
+
+    async def _hand_off(self, proposal: Proposal, tool: HandoffTool) -> AsyncIterator[Event]:
+        """The conversation so far, without this agent's system messages, goes on as a run of
+        the target agent: its tools, guard state and budgets, this run's id and numbering."""
+        target: Agent[Any, Any] = tool.target
+        if self.wrap_model is not None:  # traced: the target's model exchanges are kept too
+            target = replace(target, model=self.wrap_model(target.model), trace=False)
+        yield phase_event(self, "handoff", "completed", f"{proposal.call.name} handed the conversation over")
+        carried = [m for m in self.messages if m.get("role") != "system"]  # the target's own come first
+        nxt = Run(
+            target,
+            carried,
+            self.run_id,
+            self.stamp,
+            deps=self.deps,
+            on_text=self.on_text,
+            handed_from=self,
+            wrap_model=self.wrap_model,
+        )
+        self.handed_to, self.done = nxt, True
+        self.totals.duration_s = time.monotonic() - self.started
+        self.totals.duplicates_avoided = self.checker.duplicates_avoided
+        yield self.stamp(
+            HandedOff,
+            turn=self.turn,
+            tool=proposal.call.name,
+            model=target.model.name,
+            tools=nxt.offered,
+            reason=str(getattr(proposal.validated, "reason", "") or ""),
+        )
+        async for event in nxt.events():
+            yield event
+
+    def final(self) -> Run:
+        """The run that ended the conversation: this one, or the last it was handed to."""
+        return self if self.handed_to is None else self.handed_to.final()
+
+    def totals_so_far(self) -> Totals:
+        """This run's totals plus those of the runs that handed the conversation to it."""
+        if self.handed_from is None:
+            return self.totals
+        return self.handed_from.totals_so_far().plus(self.totals)

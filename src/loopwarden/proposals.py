@@ -1,11 +1,14 @@
-"""Guarding one proposed call before anything runs: parse its arguments, fingerprint it, ask
-the repeated-call ladder, then check that the tool exists, is offered, is permitted, and that
-the arguments match its schema. Whatever is refused becomes a structured result the model
-reads; only what passes every check reaches the executor."""
+"""Guarding one proposed call before anything runs: parse its arguments, validate them against
+the tool's schema, fingerprint what validation made of them, ask the repeated-call ladder, then
+check that the tool exists, is offered and is permitted. Whatever is refused becomes a
+structured result the model reads; only what passes every check reaches the executor.
+
+The fingerprint is taken of the validated arguments (defaults filled in, values coerced to
+their schema types), so `{"path": "a"}`, `{"path": "a", "offset": 0}` and `{"offset": "0",
+"path": "a"}` are one call; the model's raw argument text is kept for the trace."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +19,7 @@ from .executor import Execution, validate_arguments
 from .guard.fingerprint import fingerprint
 from .guard.ladder import Finding, Rung
 from .guard.repeat import DETECTOR, RepeatDecision, RepeatGuard, repeat_notice
+from .models.arguments import parse_arguments
 from .models.base import ToolCall
 from .permissions import refusal
 from .slots import Prepared
@@ -38,14 +42,25 @@ class Proposal:
     changed: dict[str, tuple[Any, Any]] | None = None
     """Arguments code rewrote or filled in (slots.ArgumentPolicy): name -> (proposed, used)."""
     duration_ms: float = 0.0
+    shares: Proposal | None = None
+    """An identical call earlier in the same turn: this one does not run, it gets that one's result."""
+    repair: str | None = None
+    """How the model's argument text was mended to be read (models.arguments), if it was."""
 
     @property
     def runnable(self) -> bool:
-        return self.validated is not None and self.result is None
+        return self.validated is not None and self.result is None and self.shares is None
 
     @property
     def cached(self) -> bool:
-        return self.decision.cached is not None and self.decision.action != "stopped"
+        answered = self.decision.cached is not None or self.shares is not None
+        return answered and self.decision.action != "stopped"
+
+    def take_shared_result(self) -> None:
+        """After the turn ran: the result of the identical call this one shares."""
+        if self.shares is not None and self.result is None:
+            assert self.shares.result is not None
+            self.result = repeat_notice(self.shares.result, self.decision.count, self.turn)
 
     def set_execution(self, execution: Execution) -> None:
         self.result, self.attempts, self.duration_ms = (
@@ -71,9 +86,11 @@ class Proposal:
 
     def verdict_fields(self) -> dict[str, Any]:
         action, count = self.decision.action, self.decision.count
+        if self.shares is not None and action == "allowed":
+            action = "cached"
         if action == "stopped":
             reason = f"identical call #{count}: phase stopped"
-        elif action in ("cached", "nudge", "narrowed"):
+        elif action in ("cached", "nudged", "narrowed"):
             reason = f"identical call #{count}" + (": answered from the earlier result" if self.cached else "")
         elif self.refused_by is not None:
             assert self.result is not None
@@ -84,7 +101,7 @@ class Proposal:
                 "count": count,
             }
         else:
-            return {"detector": "guard", "action": "allow", "reason": self._allowed_reason(), "count": count}
+            return {"detector": "guard", "action": "allowed", "reason": self._allowed_reason(), "count": count}
         return {
             "detector": DETECTOR,
             "action": action,
@@ -141,15 +158,22 @@ class ProposalChecker:
         self.prepare = prepare
         """Normalises and pins arguments (slots.ArgumentPolicy) before fingerprint and validation."""
         self.duplicates_avoided = 0
+        self._batch_turn = -1
+        self._batch: dict[str, Proposal] = {}  # fingerprint -> its first runnable call this turn
 
     def check(self, call: ToolCall, turn: int, offered: set[str]) -> Proposal:
-        arguments, parse_error = _parse_arguments(call.arguments)
+        parsed = parse_arguments(call.arguments)
+        arguments, parse_error = parsed.value, parsed.error
         tool = self.registry.get(call.name)
         prepared = self.prepare(tool, arguments) if tool and self.prepare and parse_error is None else None
         arguments = prepared.arguments if prepared else arguments
+        validated = validate_arguments(tool, arguments) if tool is not None and parse_error is None else None
+        if validated is not None and not isinstance(validated, ToolResult):
+            arguments = normalised(validated)
         fp = fingerprint(tool.qualified_name if tool else call.name, arguments)
         decision = self.repeats.check(fp, tool, turn) if tool else self.repeats.check_unknown(fp, turn)
         p = Proposal(call, turn, arguments, fp, tool, decision, changed=prepared.changed if prepared else None)
+        p.repair = parsed.repair
         if decision.action == "stopped":
             p.result = ToolResult.failure(
                 "repeated_call",
@@ -160,11 +184,29 @@ class ProposalChecker:
             self.duplicates_avoided += 1
             p.result = repeat_notice(decision.cached, decision.count, decision.first_turn)
         else:
-            self._refuse_or_validate(p, parse_error, offered, prepared.refusal if prepared else None)
+            self._refuse_or_validate(p, parse_error, offered, prepared.refusal if prepared else None, validated)
+            self._share_within_turn(p)
         return p
 
+    def _share_within_turn(self, p: Proposal) -> None:
+        """Identical calls in one turn run once (parallel calls cannot wait for each other's
+        answer from the cache); the others get its result. Polling tools run every time."""
+        if self._batch_turn != p.turn:
+            self._batch_turn, self._batch = p.turn, {}
+        if p.tool is None or p.tool.repeatable or p.tool.terminal or p.validated is None:
+            return
+        first = self._batch.setdefault(p.fingerprint, p)
+        if first is not p:
+            p.shares, p.validated = first, None
+            self.duplicates_avoided += 1
+
     def _refuse_or_validate(
-        self, p: Proposal, parse_error: str | None, offered: set[str], slot_refusal: ToolResult | None = None
+        self,
+        p: Proposal,
+        parse_error: str | None,
+        offered: set[str],
+        slot_refusal: ToolResult | None = None,
+        validated: BaseModel | ToolResult | None = None,
     ) -> None:
         tool = p.tool
         if tool is None:
@@ -188,18 +230,16 @@ class ProposalChecker:
             p.refused_by, p.result = "permission", not_allowed
         elif slot_refusal is not None:
             p.refused_by, p.result = "slots", slot_refusal
+        elif isinstance(validated, ToolResult):
+            p.refused_by, p.result = "schema", validated
         else:
-            validated = validate_arguments(tool, p.arguments)
-            if isinstance(validated, ToolResult):
-                p.refused_by, p.result = "schema", validated
-            else:
-                p.validated = validated
+            assert validated is not None  # validated whenever the tool exists and the JSON parsed
+            p.validated = validated
 
 
-def _parse_arguments(raw: str) -> tuple[Any, str | None]:
-    if raw is None or not raw.strip():
-        return {}, None
+def normalised(validated: BaseModel) -> Any:
+    """The arguments as validation made them: every field with its default, coerced values."""
     try:
-        return json.loads(raw), None
-    except (json.JSONDecodeError, RecursionError) as error:
-        return raw, str(error)
+        return validated.model_dump(mode="json")
+    except (ValueError, TypeError):  # a value JSON cannot hold; its Python form still fingerprints
+        return validated.model_dump()

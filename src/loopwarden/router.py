@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from .errors import ConfigError
 from .models.base import Model, ModelRequest, Usage
 from .slots import Normaliser, RunClock, SlotSpec
 from .state import ChecklistItem
@@ -36,7 +37,7 @@ class Intent:
     """Qualified tool names offered for this intent; nothing else is."""
     slots: tuple[SlotSpec, ...] = ()
     checklist: tuple[ChecklistItem, ...] = ()
-    step_cap: int | None = None
+    max_tool_rounds: int | None = None
     """Tool rounds allowed for this intent, on top of the global budget."""
     normalisers: Mapping[str, Normaliser] = field(default_factory=dict)
     """Argument name (or `tool.argument`) -> normaliser, applied to every proposed call."""
@@ -56,13 +57,16 @@ class Fallback:
 
     question: str = DEFAULT_QUESTION
     safe_tools: tuple[str, ...] = ()
-    step_cap: int | None = 3
+    max_tool_rounds: int | None = 3
 
     def intent(self) -> Intent | None:
         if not self.safe_tools:
             return None
         return Intent(
-            name="fallback", description="safe supplementary tools", tools=self.safe_tools, step_cap=self.step_cap
+            name="fallback",
+            description="safe supplementary tools",
+            tools=self.safe_tools,
+            max_tool_rounds=self.max_tool_rounds,
         )
 
 
@@ -117,7 +121,7 @@ def unsure(fallback: Fallback, confidence: float, candidate: str | None, evidenc
 def _intents_by_name(intents: Sequence[Intent]) -> dict[str, Intent]:
     by_name = {i.name: i for i in intents}
     if len(by_name) != len(intents):
-        raise ValueError("intent names must be unique")
+        raise ConfigError("intent names must be unique")
     return by_name
 
 

@@ -3,7 +3,7 @@
 It holds the routing decision (intent, slots, clarifying question), the tools offered (the
 intent's small set, or `search_tools` plus what searches found, never the full registry when a
 router or tool search is in charge), the argument policy (normalisers and pinned slots), the
-principal's roles and the intent's step cap. The loop asks it; it never runs anything itself.
+principal's roles and the intent's tool-round budget. The loop asks it; it never runs anything itself.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import ConfigError
 from .events import Totals
 from .guard.budget import Budgets
 from .models.base import Message
@@ -22,7 +23,7 @@ from .state import ChecklistItem
 from .tools import Tool, ToolRegistry, ToolResult
 from .toolsearch import ToolSearch, found_names, keep_recent
 
-INTENT_STEP_CAP = "intent_step_cap"
+INTENT_TOOL_ROUND_BUDGET = "intent_tool_round_budget"
 
 
 def request_text(prompt: str | list[Message], *, latest: bool = True) -> str:
@@ -45,7 +46,7 @@ class Scope:
     route: Route | None = None
     base: list[str] = field(default_factory=list)
     discovered: list[str] = field(default_factory=list)
-    step_cap: int | None = None
+    max_tool_rounds: int | None = None
     arguments: ArgumentPolicy = field(init=False)
 
     def __post_init__(self) -> None:
@@ -67,7 +68,7 @@ class Scope:
         intent = self.intent
         if intent is not None:
             names = list(intent.tools)
-            self.step_cap = intent.step_cap
+            self.max_tool_rounds = intent.max_tool_rounds
             pinned = pinned_arguments(intent.slots, self.route.slots if self.route else {})
             self.arguments.extend(intent.normalisers, pinned)
         elif self.search is not None:
@@ -83,7 +84,7 @@ class Scope:
     def _wire(self, name: str) -> str:
         found = self.registry.get(name)
         if found is None:
-            raise ValueError(f"intent or tool search names an unregistered tool: {name!r}")
+            raise ConfigError(f"intent or tool search names an unregistered tool: {name!r}")
         return found.wire_name
 
     def offered(self, narrowed: Iterable[str] = ()) -> list[str]:
@@ -97,11 +98,12 @@ class Scope:
         return self.intent.instructions if self.intent else None
 
     def cap_reached(self, tool_rounds: int) -> tuple[str, str] | None:
-        """(stop_reason, message) once the intent's own step cap is used up."""
-        if self.step_cap is None or tool_rounds < self.step_cap:
+        """(stop_reason, message) once the intent's own tool-round budget is used up."""
+        if self.max_tool_rounds is None or tool_rounds < self.max_tool_rounds:
             return None
         name = self.intent.name if self.intent else "this request"
-        return INTENT_STEP_CAP, f"step cap of intent {name!r} reached: {tool_rounds} of {self.step_cap} tool rounds"
+        used = f"{tool_rounds} of {self.max_tool_rounds} tool rounds"
+        return INTENT_TOOL_ROUND_BUDGET, f"tool-round budget of intent {name!r} reached: {used}"
 
     def observe(self, results: Iterable[tuple[Tool | None, ToolResult | None]]) -> list[str]:
         """Take up tools found by `search_tools`; returns the names newly offered from the next turn."""
@@ -146,7 +148,7 @@ class Scope:
             "missing": list(route.missing),
             "question": route.question,
             "tools": list(self.base),
-            "step_cap": self.step_cap,
+            "max_tool_rounds": self.max_tool_rounds,
             "evidence": list(route.evidence),
             "model": route.model,
             "usage": route.usage,

@@ -3,14 +3,22 @@ outcome of running it becomes a `ToolResult` the model can read."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
+import resource
+import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_type_hints, overload
+from functools import cached_property
+from typing import Any, Literal, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from .context import RunContext, context_now
+from .errors import ToolDefinitionError
+from .retry import is_retryable_status
 
 SideEffect = Literal["read", "write"]
 
@@ -66,7 +74,10 @@ ResultParser = Callable[[Any], "ToolResult | None"]
 
 
 def business_failure(data: Any) -> ToolResult | None:
-    """Default result parser: failures returned as data (an HTTP 200 with an error body)."""
+    """Default result parser: only a failure the data states explicitly, `{"success": false}` or
+    `{"ok": false}` (an HTTP 200 with an error body). A record that merely has a failed status
+    (`{"status": "failed"}`, a job's state) is data; `status_failure` and `http_status_failure`
+    read those shapes when a tool opts in (`result_parser=failure_parsers(...)`)."""
     if not isinstance(data, dict):
         return None
     for flag in ("success", "ok"):
@@ -74,16 +85,67 @@ def business_failure(data: Any) -> ToolResult | None:
             code = data.get("code") or data.get("error_code") or data.get("error") or "business_error"
             message = data.get("message") or data.get("msg") or data.get("error") or f"{flag}=false"
             return ToolResult.failure(str(code), str(message), data=data)
-    status = data.get("status")
+    return None
+
+
+def status_failure(data: Any) -> ToolResult | None:
+    """Opt-in: `{"status": "error" | "failed" | "failure"}` is the call's own failure (JSend style)."""
+    status = data.get("status") if isinstance(data, dict) else None
     if isinstance(status, str) and status.lower() in {"error", "failed", "failure"}:
         message = data.get("message") or data.get("error") or f"status={status}"
         return ToolResult.failure(str(data.get("code") or "business_error"), str(message), data=data)
-    status_code = data.get("status_code")
-    if isinstance(status_code, int) and status_code >= 400:
-        retryable = status_code == 429 or status_code >= 500
+    return None
+
+
+def http_status_failure(data: Any) -> ToolResult | None:
+    """Opt-in: `{"status_code": >= 400}` is an HTTP failure, retryable as retry.py says."""
+    status_code = data.get("status_code") if isinstance(data, dict) else None
+    if isinstance(status_code, int) and not isinstance(status_code, bool) and status_code >= 400:
         message = data.get("message") or data.get("error") or f"HTTP {status_code}"
+        retryable = is_retryable_status(status_code)
         return ToolResult.failure(f"http_{status_code}", str(message), retryable=retryable, data=data)
     return None
+
+
+def failure_parsers(*parsers: ResultParser) -> ResultParser:
+    """One parser from several: the first failure any of them finds."""
+
+    def parse(data: Any) -> ToolResult | None:
+        for parser in parsers:
+            if (failure := parser(data)) is not None:
+                return failure
+        return None
+
+    return parse
+
+
+RUSAGE_THREAD: int | None = getattr(resource, "RUSAGE_THREAD", None)  # Linux
+INLINE_LIMIT_S = 0.005
+"""A sync tool whose calls return within this runs on the event loop, not in a worker thread."""
+INLINE_AFTER = 3
+"""Calls a sync tool of undeclared pace makes in a worker thread before it may run inline."""
+
+
+def _waits_so_far() -> int:
+    """Times this thread has given up the CPU to wait (sleep, I/O, a lock): what tells a call that
+    blocked from one the machine's load preempted (that is an involuntary switch). -1 where unknown."""
+    return resource.getrusage(RUSAGE_THREAD).ru_nvcsw if RUSAGE_THREAD is not None else -1
+
+
+@dataclass
+class ToolPace:
+    """How an undeclared sync tool's calls went: it runs inline (no thread hop) once its first
+    `INLINE_AFTER` calls returned within `INLINE_LIMIT_S`, and goes back to a worker thread for
+    good (where the timeout holds) once a call took longer because it waited. A call slowed down
+    only by a busy machine does not count (where the platform tells the two apart)."""
+
+    calls: int = 0
+    blocks: bool = False
+
+    def note(self, seconds: float, waited: bool = True) -> None:
+        self.calls += 1
+        if seconds > INLINE_LIMIT_S and waited:
+            self.blocks = True
 
 
 @dataclass(frozen=True)
@@ -103,6 +165,13 @@ class Tool:
     roles: frozenset[str] | None = None
     requires_approval: bool = False
     is_async: bool = field(default=False)
+    blocking: bool | None = None
+    """Sync tools only. True: every call runs in a worker thread, so its timeout holds. False:
+    calls run on the event loop (a quick function that never waits on I/O). None: detected
+    (ToolPace); a sync tool with its own `timeout` counts as blocking."""
+    pace: ToolPace = field(default_factory=ToolPace, init=False, compare=False, repr=False)
+    context_arg: str | None = None
+    """The parameter annotated `RunContext[...]`, filled by the runtime and absent from the schema."""
 
     @property
     def qualified_name(self) -> str:
@@ -114,6 +183,7 @@ class Tool:
 
     @property
     def parameters(self) -> dict[str, Any]:
+        """The arguments' JSON Schema, from the argument model (a subclass may give its own)."""
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
@@ -121,24 +191,58 @@ class Tool:
                 prop.pop("title", None)
         return schema
 
-    def openai_schema(self) -> dict[str, Any]:
+    @cached_property
+    def _wire_schema(self) -> dict[str, Any]:
         return {
             "type": "function",
-            "function": {
-                "name": self.wire_name,
-                "description": self.description,
-                "parameters": self.parameters,
-            },
+            "function": {"name": self.wire_name, "description": self.description, "parameters": self.parameters},
         }
 
-    async def call(self, arguments: BaseModel) -> Any:
-        """Run the function with validated arguments; sync functions run in a worker thread."""
-        kwargs = {name: getattr(arguments, name) for name in type(arguments).model_fields}
-        if self.is_async:
-            return await self.fn(**kwargs)
-        import asyncio
+    def openai_schema(self) -> dict[str, Any]:
+        """The OpenAI tool entry. Computed once per tool and shared: treat it as read-only."""
+        return self._wire_schema
 
-        return await asyncio.to_thread(self.fn, **kwargs)
+    @property
+    def runs_inline(self) -> bool:
+        """Whether a call runs on the event loop: a sync tool declared or found quick."""
+        if self.is_async or self.blocking:
+            return False
+        if self.blocking is False:
+            return True
+        return self.timeout is None and self.pace.calls >= INLINE_AFTER and not self.pace.blocks
+
+    async def call(self, arguments: BaseModel) -> Any:
+        """Run the function with validated arguments: async functions awaited, quick sync ones
+        inline (`runs_inline`), other sync ones in a worker thread."""
+        if self.is_async:
+            return await self.fn(**self._kwargs(arguments))
+        if self.runs_inline:
+            return self.call_inline(arguments)
+        return await asyncio.to_thread(self._timed, self._kwargs(arguments))
+
+    def call_inline(self, arguments: BaseModel) -> Any:
+        """Run a sync tool on the calling thread (no timeout can interrupt it), timing it."""
+        return self._timed(self._kwargs(arguments))
+
+    @cached_property
+    def _arg_names(self) -> tuple[str, ...]:
+        return tuple(self.args_model.model_fields)
+
+    def _kwargs(self, arguments: BaseModel) -> dict[str, Any]:
+        names = self._arg_names if type(arguments) is self.args_model else tuple(type(arguments).model_fields)
+        kwargs = {name: getattr(arguments, name) for name in names}
+        if self.context_arg is not None:
+            kwargs[self.context_arg] = context_now()
+        return kwargs
+
+    def _timed(self, kwargs: dict[str, Any]) -> Any:
+        if self.blocking is not None:
+            return self.fn(**kwargs)
+        began, waits = time.perf_counter(), _waits_so_far()
+        try:
+            return self.fn(**kwargs)
+        finally:
+            self.pace.note(time.perf_counter() - began, waited=waits < 0 or _waits_so_far() > waits)
 
     def to_result(self, raw: Any) -> ToolResult:
         if isinstance(raw, ToolResult):
@@ -150,40 +254,43 @@ class Tool:
         return ToolResult.success(raw)
 
 
-_ARGS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$", re.MULTILINE)
-_ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
-
-
 def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Description = text before an `Args:` section; argument help from that section."""
+    """The description (everything but the parameter section) and each argument's help, its
+    continuation lines included; Google, NumPy, reST and Epydoc styles (docstring_parser)."""
     if not doc:
         return "", {}
-    doc = inspect.cleandoc(doc)
-    match = _ARGS_SECTION.search(doc)
-    if not match:
-        return doc.strip(), {}
-    description = doc[: match.start()].strip()
-    arg_help: dict[str, str] = {}
-    for line in doc[match.end() :].splitlines():
-        arg = _ARG_LINE.match("  " + line if not line.startswith(" ") else line)
-        if arg:
-            arg_help[arg.group(1)] = arg.group(2).strip()
-    return description, arg_help
+    import docstring_parser
+
+    parsed = docstring_parser.parse(doc)
+    description = "\n\n".join(p for p in (parsed.short_description, parsed.long_description) if p)
+    arg_help = {p.arg_name: " ".join(p.description.split()) for p in parsed.params if p.description}
+    return description.strip(), arg_help
 
 
-def _args_model(fn: Callable[..., Any], name: str, arg_help: dict[str, str]) -> type[BaseModel]:
+def _is_context(annotation: Any) -> bool:
+    return annotation is RunContext or get_origin(annotation) is RunContext
+
+
+def _args_model(fn: Callable[..., Any], name: str, arg_help: dict[str, str]) -> tuple[type[BaseModel], str | None]:
+    """The model of the arguments the model gives, and the parameter that takes the RunContext."""
     hints = get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
+    context_arg: str | None = None
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
+            raise ToolDefinitionError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
         annotation = hints.get(param.name, Any)
+        if _is_context(annotation):
+            if context_arg is not None:
+                raise ToolDefinitionError(f"tool {name!r}: more than one RunContext parameter")
+            context_arg = param.name
+            continue
         default = ... if param.default is inspect.Parameter.empty else param.default
         help_text = arg_help.get(param.name)
         fields[param.name] = (annotation, Field(default, description=help_text))
     model_name = "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name)) + "Args"
     model: type[BaseModel] = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
-    return model
+    return model, context_arg
 
 
 @overload
@@ -201,6 +308,7 @@ def tool(
     timeout: float | None = None,
     roles: Iterable[str] | None = None,
     requires_approval: bool = False,
+    blocking: bool | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -218,17 +326,22 @@ def tool(
     timeout: float | None = None,
     roles: Iterable[str] | None = None,
     requires_approval: bool = False,
+    blocking: bool | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Declare a tool from a typed function (sync or async); usable bare or with options."""
+    """Declare a tool from a typed function (sync or async); usable bare or with options.
+    `blocking=True` for a sync function that may wait (I/O, subprocesses, big files): it then
+    always runs in a worker thread where its timeout holds (see Tool.blocking)."""
 
     def build(func: Callable[..., Any]) -> Tool:
         tool_name = name or func.__name__
         doc_description, arg_help = _parse_docstring(func.__doc__)
+        args_model, context_arg = _args_model(func, tool_name, arg_help)
         return Tool(
             name=tool_name,
             description=description or doc_description or tool_name,
             fn=func,
-            args_model=_args_model(func, tool_name, arg_help),
+            args_model=args_model,
+            context_arg=context_arg,
             namespace=namespace,
             terminal=terminal,
             repeatable=repeatable,
@@ -238,12 +351,15 @@ def tool(
             roles=frozenset(roles) if roles is not None else None,
             requires_approval=requires_approval,
             is_async=inspect.iscoroutinefunction(func),
+            blocking=blocking,
         )
 
     if fn is not None:
         return build(fn)
     return build
 
+
+MAX_OFFERS_KEPT = 256
 
 ToolLike = Tool | Callable[..., Any] | Callable[..., Awaitable[Any]]
 
@@ -253,14 +369,16 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._offers: dict[tuple[str, ...] | None, list[dict[str, Any]]] = {}
         for item in tools:
             self.add(item)
 
     def add(self, item: ToolLike) -> Tool:
         declared = item if isinstance(item, Tool) else tool(item)
         if declared.qualified_name in self._tools:
-            raise ValueError(f"tool {declared.qualified_name!r} is already registered")
+            raise ToolDefinitionError(f"tool {declared.qualified_name!r} is already registered")
         self._tools[declared.qualified_name] = declared
+        self._offers.clear()
         return declared
 
     def get(self, name: str) -> Tool | None:
@@ -279,7 +397,13 @@ class ToolRegistry:
         return list(self._tools)
 
     def openai_tools(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-        """The OpenAI-style `tools=[...]` list, for all tools or the named subset in order."""
-        if names is None:
-            return [t.openai_schema() for t in self._tools.values()]
-        return [t.openai_schema() for n in names if (t := self.get(n)) is not None]
+        """The OpenAI-style `tools=[...]` list, for all tools or the named subset in order; built
+        once per offered set (a new list each call, its entries shared: treat them as read-only)."""
+        key = None if names is None else tuple(names)
+        offer = self._offers.get(key)
+        if offer is None:
+            if len(self._offers) >= MAX_OFFERS_KEPT:  # tool search can offer many sets: keep the cache bounded
+                self._offers.clear()
+            chosen = self._tools.values() if key is None else (t for n in key if (t := self.get(n)) is not None)
+            offer = self._offers[key] = [t.openai_schema() for t in chosen]
+        return list(offer)

@@ -10,8 +10,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import bm25s
-
 from .tools import Tool, ToolRegistry, ToolResult, tool
 
 SEARCH_TOOL = "search_tools"
@@ -79,6 +77,8 @@ class ToolIndex:
         self.tools = list(tools)
         self._bm25: Any = None
         if self.tools:
+            import bm25s  # numpy with it: loaded when a run first searches tools, not with loopwarden
+
             self._bm25 = bm25s.BM25()
             self._bm25.index([tokens(tool_text(t)) or ["_"] for t in self.tools], show_progress=False)
 

@@ -7,11 +7,12 @@ acceptable, or a message naming what is wrong; the loop then asks again with no 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 
 from pydantic import BaseModel, ValidationError
+
+from .models.markup import find_markup
 
 Verifier = Callable[[str], "str | None"]
 
@@ -33,41 +34,14 @@ def reinforcement(problem: str) -> str:
 
 # -- tool-call markup leaked into text ---------------------------------------------------------------
 
-_BAR = r"[|｜‖]{1,2}"
-_LEAKS: list[tuple[str, re.Pattern[str]]] = [
-    ("DeepSeek DSML tool-call markup (<｜DSML｜...>)", re.compile(rf"<\s*/?\s*{_BAR}\s*DSML\s*{_BAR}", re.IGNORECASE)),
-    (
-        "DeepSeek tool-call tokens (<｜tool▁calls▁begin｜> and family)",
-        re.compile(rf"<\s*{_BAR}\s*tool[▁_ ](calls?|sep|outputs?)[▁_ ]?(begin|end)?\s*{_BAR}\s*>", re.IGNORECASE),
-    ),
-    ("<tool_call> tags", re.compile(r"<\s*/?\s*(tool_call|function_call|tool_use)\b[^>]*>", re.IGNORECASE)),
-]
-_FENCED = re.compile(r"^```(?:json)?\s*(?P<inner>.*?)\s*```$", re.DOTALL)
-
-
-def _json_tool_calls(text: str) -> bool:
-    """The whole reply is a JSON object carrying `tool_calls` (or `function_call`): a structured
-    call written as text. JSON that merely mentions the key inside prose or docs is not."""
-    stripped = text.strip()
-    fenced = _FENCED.match(stripped)
-    candidate = fenced.group("inner") if fenced else stripped
-    if not candidate.startswith("{"):
-        return False
-    try:
-        value = json.loads(candidate)
-    except (json.JSONDecodeError, RecursionError):
-        return bool(re.match(r'\{\s*"(tool_calls|function_call)"\s*:', candidate))
-    return isinstance(value, dict) and bool({"tool_calls", "function_call"} & set(value))
-
 
 def no_tool_markup(text: str) -> str | None:
-    """Rejects tool-call syntax written into the answer instead of sent as a structured call."""
-    for name, pattern in _LEAKS:
-        if pattern.search(text):
-            return f"the answer contains {name}; tools are not available now, write the answer as plain text"
-    if _json_tool_calls(text):
-        return "the answer is a tool_calls JSON object; tools are not available now, write the answer as plain text"
-    return None
+    """Rejects tool-call syntax written into the answer instead of sent as a structured call
+    (every format `models.markup` knows)."""
+    found = find_markup(text)
+    if found is None:
+        return None
+    return f"the answer contains {found[0]}; tools are not available now, write the answer as plain text"
 
 
 # -- building verifiers ----------------------------------------------------------------------------
@@ -99,13 +73,13 @@ def schema(model: type[BaseModel]) -> Verifier:
         try:
             model.model_validate_json(extract_json(text))
         except ValidationError as error:
-            return f"the answer must be JSON matching {model.__name__}: " + _describe(error)
+            return f"the answer must be JSON matching {model.__name__}: " + describe_errors(error)
         return None
 
     return verify
 
 
-def _describe(error: ValidationError) -> str:
+def describe_errors(error: ValidationError) -> str:
     parts = []
     for item in error.errors()[:8]:
         where = ".".join(str(p) for p in item["loc"]) or "(document)"

@@ -64,7 +64,7 @@ async def test_a_recorded_endpoint_run_replays_offline_as_a_case(server: Scripte
         wrap_up=False,
     )
     run = await Agent(recorder, [run_command], config=unguarded, detectors=[]).run("Review my changes.")
-    assert run.totals.model_calls == 8 and run.stop_reason == "step_budget"
+    assert run.totals.model_calls == 8 and run.stop_reason == "tool_round_budget"
     cassette_path = recorder.save(tmp_path / "prod.cassette.json")
     cassette = load_cassette(cassette_path)
     assert len(cassette.interactions) == 8

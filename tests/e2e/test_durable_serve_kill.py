@@ -43,7 +43,7 @@ def test_a_killed_server_resumes_the_run_without_repeating_steps(tmp_path: Path)
     assert [e["seq"] for e in resumed] == list(range(1, len(resumed) + 1))
     assert comparable(resumed)[1:] == comparable(uninterrupted)[1:]  # [0] is run_queued: its folder differs
     verdicts = [e["action"] for e in resumed if e["type"] == "guard_verdict"]
-    assert verdicts.count("cached") == 1 and verdicts.count("nudge") == 1  # ladder counts survived the kill
+    assert verdicts.count("cached") == 1 and verdicts.count("nudged") == 1  # ladder counts survived the kill
 
     model_calls = read_log(calls)
     assert Counter(c["request"] for c in model_calls).most_common(1)[0][1] == 1, "a model call was repeated"
@@ -64,3 +64,30 @@ def test_a_killed_server_resumes_the_run_without_repeating_steps(tmp_path: Path)
 
 def finished_in_log(tools: Path) -> bool:
     return any(t["tool"] == "finish" for t in read_log(tools))
+
+
+def test_a_cancelled_durable_run_ends_and_its_workflow_stops(tmp_path: Path) -> None:
+    import sqlite3
+
+    import httpx
+
+    allowed, state = tmp_path / "allowed", tmp_path / "state"
+    folder = demo_folder(allowed, "held", turns=6, hold_turn=2, release_file=str(tmp_path / "release"))
+    tools = allowed / "logs" / "held.tools.jsonl"
+
+    def workflow_status(run_id: str) -> str | None:
+        with sqlite3.connect(state / "dbos.sqlite") as conn:
+            row = conn.execute("SELECT status FROM workflow_status WHERE workflow_uuid = ?", (run_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    with serve(state, allowed) as (process, base):
+        run_id = submit(base, folder.name)
+        wait_for(lambda: any(t["tool"] == "slow_write" for t in read_log(tools)), "slow_write to start", alive=process)
+        assert httpx.post(f"{base}/api/runs/{run_id}/cancel", timeout=30).status_code == 202
+        (tmp_path / "release").touch()
+        wait_for(lambda: workflow_status(run_id) == "CANCELLED", "the workflow to be cancelled", alive=process)
+        events = stored_events(base, run_id)
+        assert finished(base, run_id) and events[-1]["type"] == "report_finished"
+        assert events[-1]["status"] == "cancelled" and events[-1]["stop_reasons"] == ["cancelled"]
+        assert httpx.post(f"{base}/api/runs/{run_id}/cancel", timeout=30).status_code == 409
+    assert not any(t["tool"] == "finish" for t in read_log(tools))

@@ -69,7 +69,7 @@ def test_offline_explorer_reads_every_file_and_names_the_real_columns(tmp_path: 
     if OcrReader.available():
         assert (
             "Hall probe readout"
-            in next(e for e in events if e.type == "tool_result" and "OCR" in str(e.preview)).preview
+            in next(e for e in events if e.type == "tool_call_finished" and "OCR" in str(e.preview)).preview
         )  # type: ignore[attr-defined]
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import pytest
 
 from loopwarden import Agent, ChecklistItem, ScriptedModel, ToolRegistry, call, tool
-from loopwarden.events import Event, GuardVerdict, IntentRouted, ModelCalled, RunFinished, ToolResultEvent
+from loopwarden.events import Event, GuardVerdict, IntentRouted, ModelCalled, RunFinished, ToolCallFinished
 from loopwarden.router import Intent, RuleRouter
 from loopwarden.slots import SlotSpec, date_extractor, iso_date, period_slot, regex_extractor
 
@@ -97,7 +97,7 @@ RECORD_AND_TREND = Intent(
         ChecklistItem("recorded", "record_metric"),
         ChecklistItem("trend loaded", "get_metric_trend"),
     ),
-    step_cap=6,
+    max_tool_rounds=6,
     normalisers={"period": period_slot(("7d", "14d", "30d", "90d")), "date": iso_date},
     keywords=("reading", "trend"),
     requires=(r"\b(record|log)\b", r"\btrend\b"),
@@ -106,7 +106,7 @@ QUERY_TREND = Intent(
     name="query_trend",
     tools=("get_metric_trend",),
     slots=(SlotSpec("period", period_slot(("7d", "14d", "30d", "90d")).extract),),
-    step_cap=3,
+    max_tool_rounds=3,
     keywords=("trend", "show"),
     requires=(r"\btrend\b",),
     excludes=(r"\b(record|log)\b",),
@@ -165,7 +165,7 @@ async def test_seed_002_routes_pins_period_and_ends_on_the_checklist(store: Metr
     ]
     refused = [v for v in of(result.events, GuardVerdict) if v.detector == "no_tools_phase"]
     assert refused and refused[0].evidence == ["get_metric_trend"]
-    trend = [r for r in of(result.events, ToolResultEvent) if r.tool == "get_metric_trend"]
+    trend = [r for r in of(result.events, ToolCallFinished) if r.tool == "get_metric_trend"]
     assert len(trend) == 1 and trend[0].ok
     # The trend holds the readings of the last 14 days only, today's included.
     assert "2026-11-17" in trend[0].preview and "2026-11-09" not in trend[0].preview
@@ -184,7 +184,7 @@ async def test_a_contradicting_period_is_refused_naming_the_field(store: MetricS
     )
     result = await a.run(PROMPT)
 
-    results = of(result.events, ToolResultEvent)
+    results = of(result.events, ToolCallFinished)
     wrong = next(r for r in results if r.tool == "get_metric_trend")
     assert not wrong.ok and not wrong.executed
     assert wrong.error_type == "invalid_arguments"
@@ -204,10 +204,10 @@ async def test_period_synonyms_are_normalised_by_code(store: MetricStore, spelle
     result = await a.run(PROMPT)
     assert ("get_metric_trend", {"metric": "blood_pressure", "period": "14d"}) in store.executed
     assert result.totals.tool_rounds == 1 and result.totals.tool_executions == 2
-    trend = next(r for r in of(result.events, ToolResultEvent) if r.tool == "get_metric_trend")
+    trend = next(r for r in of(result.events, ToolCallFinished) if r.tool == "get_metric_trend")
     assert "150/95" in trend.preview  # proposed in one turn, the write ran before the read
     verdict = next(v for v in of(result.events, GuardVerdict) if v.tool == "get_metric_trend")
-    assert verdict.action == "allow"
+    assert verdict.action == "allowed"
     if spelled != "14d":  # what code decided is told in the trace
         assert f"period='14d' (proposed {spelled!r})" in verdict.reason
     else:
@@ -218,7 +218,7 @@ async def test_period_synonyms_are_normalised_by_code(store: MetricStore, spelle
 async def test_the_ui_card_tool_is_refused_as_not_allowed(store: MetricStore) -> None:
     a, _ = agent(store, [call("show_ui_card", {"title": "BP", "body": "150/95"}), RECORD, "ok"])
     result = await a.run(PROMPT)
-    card = next(r for r in of(result.events, ToolResultEvent) if r.tool == "show_ui_card")
+    card = next(r for r in of(result.events, ToolCallFinished) if r.tool == "show_ui_card")
     assert card.error_type == "not_allowed" and not card.executed
     assert all(name != "show_ui_card" for name, _ in store.executed)
 
@@ -233,12 +233,12 @@ async def test_a_missing_reading_is_asked_for_without_calling_the_model(store: M
     assert len(finished) == 1 and result.events[-1] is finished[0]
 
 
-async def test_the_query_intent_has_its_own_step_cap(store: MetricStore) -> None:
+async def test_the_query_intent_has_its_own_tool_round_budget(store: MetricStore) -> None:
     asks = [("blood_pressure", "7d"), ("weight", "7d"), ("glucose", "7d"), ("blood_pressure", "30d")]
     replies: list[Any] = [call("get_metric_trend", {"metric": m, "period": p}) for m, p in asks]
     a, _ = agent(store, [*replies, "Here is what I found."])
     result = await a.run("show the trend of my readings")
     assert of(result.events, IntentRouted)[0].intent == "query_trend"
-    assert result.stop_reason == "intent_step_cap" and result.status == "degraded"
+    assert result.stop_reason == "intent_tool_round_budget" and result.status == "degraded"
     assert result.totals.tool_rounds == 3
     assert len(store.executed) == 3

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from loopwarden import Agent, Budgets, LoopConfig, Price, tool
-from loopwarden.events import ModelCalled, ModelFailed, RunFinished, ToolResultEvent
+from loopwarden.events import ModelCalled, ModelFailed, RunFinished, ToolCallFinished
 from loopwarden.models.config import EndpointConfig, load_endpoint_config
 from loopwarden.models.openai_compat import build_model
 from openai_server import Reply, ScriptedServer, completion, error, reply, stream, tool_call, usage
@@ -77,7 +77,7 @@ async def test_multi_turn_tool_loop_end_to_end(server: ScriptedServer, streaming
 
     assert result.status == "completed" and result.stop_reason == "final_answer"
     assert result.output == "Findings: flow rose linearly with speed | peak flow 12.4 L/min"
-    tool_events = [e for e in result.events if isinstance(e, ToolResultEvent)]
+    tool_events = [e for e in result.events if isinstance(e, ToolCallFinished)]
     assert [(e.call_id, e.ok) for e in tool_events] == [("call_a.txt", True), ("call_b.txt", True)]
     # The second request carried the assistant's calls and one tool message per call id.
     second = server.requests[1]["messages"]
@@ -158,7 +158,7 @@ async def test_malformed_arguments_become_a_result_the_model_reads_and_fixes(ser
 
     server.respond = respond
     result = await Agent(build_model(config_for(server)), [read_file]).run("read a.txt")
-    results = [e for e in result.events if isinstance(e, ToolResultEvent)]
+    results = [e for e in result.events if isinstance(e, ToolCallFinished)]
     assert [(e.ok, e.error_type) for e in results] == [(False, "invalid_arguments"), (True, None)]
     assert result.output == "a.txt says: flow rose linearly with speed"
     assert result.status == "completed"

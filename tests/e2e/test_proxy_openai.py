@@ -83,7 +83,7 @@ def test_every_exchange_is_kept_as_a_run(tmp_path: Path) -> None:
     events = store.events(run.id)
     assert [e.seq for e in events] == list(range(1, len(events) + 1))  # each request added only its new events
     actions = [e.action for e in events if e.type == "guard_verdict"]  # type: ignore[attr-defined]
-    assert actions == ["allow", "cached", "nudge", "narrowed", "stopped"]  # "cached": the client still runs it
+    assert actions == ["allowed", "cached", "nudged", "narrowed", "stopped"]  # "cached": the client still runs it
     assert sum(1 for e in events if e.type == "run_started") == 1
     # the proxied conversation becomes a regression case, and the guard passes it
     case = tmp_path / "proxied.yaml"

@@ -93,7 +93,7 @@ def test_api_approves_one_figure_and_denies_another_in_a_real_run(tmp_path: Path
         by_call = {e["call_id"]: e for e in events if e["type"] == "approval_decided"}
         assert {e["approved"] for e in by_call.values()} == {True, False}
         assert all(e["by"] == "api" for e in by_call.values())
-        results = {e["call_id"]: e for e in events if e["type"] == "tool_result" and e["call_id"] in by_call}
+        results = {e["call_id"]: e for e in events if e["type"] == "tool_call_finished" and e["call_id"] in by_call}
         assert {c for c, e in results.items() if e["error_type"] == "denied" and not e["executed"]} == {
             c for c, e in by_call.items() if not e["approved"]
         }
@@ -133,7 +133,9 @@ def test_two_paused_runs_with_the_same_call_ids_are_decided_apart(tmp_path: Path
         _decide_every_figure(client, ids[1], lambda _: "approve")
         for run_id, approved in zip(ids, (False, True), strict=True):
             assert _poll(client, run_id, _final)["status"] in ("completed", "degraded")
-            figures = [e for e in _events(client, run_id) if e["type"] == "tool_result" and e["tool"] == "make_figure"]
+            figures = [
+                e for e in _events(client, run_id) if e["type"] == "tool_call_finished" and e["tool"] == "make_figure"
+            ]
             assert len(figures) == FIGURE_CALLS
             # Denied calls never ran; approved ones ran (whether each drew is the sandbox's business).
             assert all(e["executed"] is approved for e in figures)

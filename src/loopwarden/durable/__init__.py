@@ -12,3 +12,7 @@ waits, and runs can be shared by many worker processes through Postgres.
 Nothing here is imported unless durability is asked for; without it the loop pays one
 context-variable read per run (hooks.py).
 """
+
+from ..hooks import idempotency_key
+
+__all__ = ["idempotency_key"]

@@ -7,9 +7,10 @@ model is a function of the conversation, like a real one, so a replay is asked n
     {"turns": 6, "model_delay_s": 0.1, "calls_log": "calls.jsonl", "tools_log": "tools.jsonl",
      "hold_turn": 3, "release_file": "release", "approval_turn": null}
 
-Turn k calls `lookup(item=k)`, except: turns 2 and 5 repeat `lookup(item=1)` (the guard answers
-the 2nd identical call from memory and steers at the 3rd, so a resumed run that forgot its ladder
-counts would run it again), `hold_turn` calls `slow_write`, which waits for `release_file` to
+Turn k calls `lookup(item=k)`, except: turns 2, 5 and 6 repeat `lookup(item=1)` (the guard
+answers the 2nd identical call from memory; the 3rd comes after the write of turn 3, so it runs
+again and holds its rung; the 4th is steered, so a resumed run that forgot its ladder counts would
+run it again), `hold_turn` calls `slow_write`, which waits for `release_file` to
 exist, and `approval_turn` calls `approved_write` (needs approval). After `turns` it calls
 `finish`. Each model request and each tool execution appends one JSON line to its log.
 """
@@ -30,12 +31,12 @@ from ..agent import Agent
 from ..approval import ApprovalGate
 from ..config import LoopConfig
 from ..events import Event, EventStamper, RunFinished
+from ..hooks import idempotency_key
 from ..models.base import ModelReply, ModelRequest, ToolCall, Usage
 from ..report.events import ReportFinished
 from ..tools import Tool, tool
-from .steps import idempotency_key
 
-REPEATED_TURNS = frozenset({2, 5})
+REPEATED_TURNS = frozenset({2, 5, 6})
 HOLD_POLL_S = 0.02
 
 

@@ -16,7 +16,7 @@ the workflow rebuilds it exactly: a recovered run gives the verdicts it would ha
 The exactly-once boundary: a step that *finished* is never run again. A step that was running
 when the process died has no recorded output and runs again on recovery: a model call is paid
 twice, a tool runs twice. For tools with side effects (`side_effect="write"`), read
-`idempotency_key()` inside the tool and pass it to the system you write to (a payment API's
+`loopwarden.durable.idempotency_key()` inside the tool and pass it to the system you write to (a payment API's
 Idempotency-Key header, a unique column): it is the same string on every execution of that call,
 across crashes, so the second execution can be recognised and dropped there.
 """
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS
@@ -33,7 +32,8 @@ from pydantic import BaseModel
 
 from ..approval import ApprovalGate, Decision, PendingCall
 from ..executor import Execution
-from ..models.base import ClientNote, ModelError, ModelReply, ModelRequest
+from ..hooks import idempotency_key_var
+from ..models.base import ClientNote, ModelError, ModelReply, ModelRequest, Usage
 from ..tools import Tool, ToolResult
 
 if TYPE_CHECKING:
@@ -41,15 +41,8 @@ if TYPE_CHECKING:
     from ..loop import Run
     from ..models.base import Model
 
-_idempotency_key: ContextVar[str | None] = ContextVar("loopwarden_idempotency_key", default=None)
 APPROVAL_WAIT_S = 3600.0
 """One durable wait for a decision; waits without a gate timeout simply wait again."""
-
-
-def idempotency_key() -> str | None:
-    """Inside a tool running in a durable run: `<run id>:<step id>`, the same on every execution
-    of this call (including the one after a crash). None outside a durable run."""
-    return _idempotency_key.get()
 
 
 class DurableModel:
@@ -64,7 +57,8 @@ class DurableModel:
         if "error" in outcome:
             error = outcome["error"]
             notes = [ClientNote.model_validate(n) for n in error.pop("notes", [])]
-            raise ModelError(error.pop("kind"), error.pop("message"), notes=notes, **error)
+            usage = Usage.model_validate(error.pop("usage", {}))
+            raise ModelError(error.pop("kind"), error.pop("message"), notes=notes, usage=usage, **error)
         return ModelReply.model_validate(outcome["reply"])
 
     async def _call(self, request: ModelRequest) -> dict[str, Any]:
@@ -79,6 +73,9 @@ class DurableModel:
                     "retryable": error.retryable,
                     "status": error.status,
                     "notes": [n.model_dump(mode="json") for n in error.notes],
+                    "attempts": error.attempts,
+                    "usage": error.usage.model_dump(mode="json"),
+                    "field": error.field,
                 }
             }
         return {"reply": reply.model_dump(mode="json")}
@@ -112,11 +109,11 @@ def durable_executor(executor: Executor) -> Executor:
 
 
 async def _execute(plain_run: Any, tool: Tool, arguments: BaseModel, key: str) -> dict[str, Any]:
-    token = _idempotency_key.set(key)
+    token = idempotency_key_var.set(key)
     try:
         execution: Execution = await plain_run(tool, arguments)
     finally:
-        _idempotency_key.reset(token)
+        idempotency_key_var.reset(token)
     return {
         "result": execution.result.model_dump(mode="json"),
         "attempts": execution.attempts,

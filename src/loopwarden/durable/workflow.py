@@ -10,8 +10,10 @@ the numbering cannot interleave with anyone else's.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from dbos import DBOS
@@ -24,6 +26,9 @@ from .steps import DurableApprovalGate, make_durable
 
 log = logging.getLogger(__name__)
 WORKFLOW_NAME = "loopwarden.run"
+STORE_THREADS = 8
+_store_threads = ThreadPoolExecutor(STORE_THREADS, thread_name_prefix="loopwarden-store")
+"""Each thread keeps its own store connection: this bounds a worker's connections for events."""
 
 
 class _Process:
@@ -55,7 +60,7 @@ async def run_workflow(job_spec: str, config: Any, run_id: str) -> str:
         events: AsyncIterator[Event] = job(config, run_id=run_id, start_seq=start, **extra)
         try:
             async for event in events:
-                recorder.record(event)
+                await recorder.record(event)
                 if event.type == TERMINAL_EVENT:
                     break
         except RunEnded:  # cancelled (and ended) from outside while it ran
@@ -98,7 +103,11 @@ class EventRecorder:
         self.finished = False
         self.wake = process.wake
 
-    def record(self, event: Event) -> None:
+    async def record(self, event: Event) -> None:
+        """Off the event loop: a worker's loop runs many workflows, and the store is synchronous."""
+        await asyncio.get_running_loop().run_in_executor(_store_threads, self._record, event)
+
+    def _record(self, event: Event) -> None:
         if event.type == "milestone":
             self.progress.update(event)  # replayed milestones rebuild the progress snapshot too
         if event.type == TERMINAL_EVENT:

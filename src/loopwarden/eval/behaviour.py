@@ -1,5 +1,7 @@
 """The scripted model of a case: a sequence of replies, a call repeated forever, a cycle, or a
-recorded cassette — and, for partial collapse, a switch to another script once it is nudged."""
+recorded cassette — and, for partial collapse, a switch to another script once it is nudged.
+How it reacts to the runtime is part of the case: it obeys a forced `tool_choice` or ignores it,
+and it answers when asked or never does (replying with tool calls only)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,15 @@ def _is_call(step: Step) -> bool:
     return step.call is not None or bool(step.calls)
 
 
+def _forced_function(choice: object) -> str | None:
+    if isinstance(choice, dict):
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if isinstance(name, str):
+            return name
+    return None
+
+
 def _asked_to_answer(request: ModelRequest) -> bool:
     """No tools offered and the last message is the runtime asking for the answer. (With
     tools merely narrowed away mid-collapse, a collapsed model goes on calling them.)"""
@@ -57,6 +68,7 @@ class CaseModel:
         self._position = 0
         self._nudged = False
         self._users_seen: int | None = None
+        self._last_call: Step | None = None
 
     def _initial(self) -> tuple[list[Step], str]:
         if self.spec.repeat_forever is not None:
@@ -69,14 +81,48 @@ class CaseModel:
         self.requests.append(request)
         usage = self._usage(request)
         self._maybe_obey_nudge(request)
+        obeyed = self._obey(request, usage)
+        if obeyed is not None:
+            return obeyed
         step = self._peek()
+        if self.spec.never_answers and (step is None or not request.tools):
+            return self._calls_only(step, usage)
         if step is None or (_asked_to_answer(request) and _is_call(step)):
             # Nothing left, or told to answer with no tools: give the final answer.
             if step is None and self._then == "exhausted":
                 raise ModelError("script_exhausted", "the case's model script ran out")
             return ModelReply(text=self.spec.final, usage=usage, finish_reason="stop")
+        return self._advance(step, usage)
+
+    def _advance(self, step: Step, usage: Usage) -> ModelReply:
         self._position += 1
+        if _is_call(step):
+            self._last_call = step
         return step_reply(step, len(self.requests), usage)
+
+    def _obey(self, request: ModelRequest, usage: Usage) -> ModelReply | None:
+        """An obeying model does what a forced `tool_choice` says; None: the script goes on."""
+        if self.spec.tool_choice != "obey" or not request.tools:
+            return None
+        choice = request.tool_choice
+        forced = _forced_function(choice)
+        if choice == "required" and not _is_call(self._peek() or Step(text="-")):
+            forced = str(request.tools[0].get("function", {}).get("name", ""))
+        if forced:
+            call = ToolCall(id=f"call_{len(self.requests)}_0", name=forced, arguments=json.dumps(self.spec.forced_args))
+            return ModelReply(tool_calls=[call], usage=usage, finish_reason="tool_calls")
+        if choice == "none":  # told not to call: it answers (a model that never answers says nothing)
+            text = "" if self.spec.never_answers else self.spec.final
+            return ModelReply(text=text, usage=usage, finish_reason="stop")
+        return None
+
+    def _calls_only(self, step: Step | None, usage: Usage) -> ModelReply:
+        """Asked for the answer, a model that never answers replies with tool calls only."""
+        if step is not None and _is_call(step):
+            return self._advance(step.model_copy(update={"text": None}), usage)
+        if self._last_call is not None:
+            return step_reply(self._last_call.model_copy(update={"text": None}), len(self.requests), usage)
+        return ModelReply(text="", usage=usage, finish_reason="stop")
 
     def _peek(self) -> Step | None:
         script = self._script

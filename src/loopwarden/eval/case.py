@@ -22,6 +22,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..errors import CaseError as CaseError  # its home is loopwarden.errors
 from ..events import StopPolicy
 
 
@@ -64,8 +65,10 @@ class ToolSpec(_Strict):
     terminal: bool = False
     repeatable: bool = False
     side_effect: Literal["read", "write"] = "read"
-    raw: bool = False
-    """Return `data` as the raw value (so the business-failure parser sees it) instead of a ToolResult."""
+    raw: bool = True
+    """Return `data` as the tool's raw value, so the business-failure parser reads it (an HTTP 200
+    with `{"success": false}` becomes the failure it is); `false` hands `data` over as a plain
+    success the parser never sees (an API whose `success: false` is legitimately data)."""
 
 
 class Step(_Strict):
@@ -103,6 +106,15 @@ class ModelSpec(_Strict):
     """Obeys a nudge: after the first one it follows this script (then `then`)."""
     final: str = "Here is my answer from what I gathered."
     """The reply when no tools are offered (wrap-up, final answer requests)."""
+    tool_choice: Literal["ignore", "obey"] = "ignore"
+    """How the model treats a forced `tool_choice`. `obey`: a named function is called (with
+    `forced_args`), `"none"` gets the `final` answer, `"required"` a call (the script's next one,
+    else the first tool offered). `ignore`: it goes on with its script whatever is forced."""
+    forced_args: dict[str, Any] = Field(default_factory=dict)
+    """The arguments an obeying model passes to the function it is forced to call."""
+    never_answers: bool = False
+    """Asked for an answer (no tools offered, or `tool_choice="none"`), it still replies with tool
+    calls only (its script's next call, else the last call it made), never with text."""
     name: str = "scripted"
     prompt_tokens: int = 100
     completion_tokens: int = 20
@@ -154,6 +166,25 @@ class Expectations(_Strict):
     expected_detectors: list[str] = Field(default_factory=list)
     """Each of these detectors must have stepped in (cached, nudged, narrowed or stopped)."""
     output_contains: list[str] = Field(default_factory=list)
+    # -- turn level: a turn is one model call, numbered from 1 ----------------------------------
+    first_intervention_by: int | None = None
+    """The guard first steps in (see `no_intervention`) at or before this turn."""
+    stop_by: int | None = None
+    """The tool phase is stopped (a guard or budget stop) at or before this turn."""
+    no_intervention: bool = False
+    """No guard verdict other than `allowed` (cached answers aside; refusals of a malformed call
+    too: an unknown tool, arguments that break the schema, a tool not offered) and no stop."""
+    detectors_any: list[str] = Field(default_factory=list)
+    """At least one of these detectors stepped in (`expected_detectors`: each of them)."""
+    max_phase_model_calls: int | None = None
+    """Model calls of the tool phase, up to the stop; the wrap-up calls after it are not counted."""
+    max_wrap_up_calls: int | None = None
+    """Model calls after the phase ended (asking for the answer with no tools)."""
+    expected_rescued: bool | None = None
+    """Whether the run was rescued: completed by a terminal tool the runtime forced."""
+
+
+CaseKind = Literal["loop", "healthy"]
 
 
 class Case(_Strict):
@@ -162,6 +193,11 @@ class Case(_Strict):
     description: str = ""
     source: str | None = None
     """Where the shape comes from (e.g. a public issue tracker thread)."""
+    kind: CaseKind | None = None
+    """`healthy`: any intervention on it is a false intervention (counted per suite; the eval fails);
+    `loop`: it must be stopped or steered."""
+    pair: str | None = None
+    """The name of its counterpart: a loop case's healthy near-miss, or the loop it nearly is."""
     input: str
     system: str | None = None
     tools: list[ToolSpec] = Field(default_factory=list)
@@ -172,10 +208,6 @@ class Case(_Strict):
     config: ConfigSpec = Field(default_factory=ConfigSpec)
     expect: Expectations = Field(default_factory=Expectations)
     path: Path | None = Field(default=None, exclude=True)
-
-
-class CaseError(Exception):
-    """A case file that cannot be read; the message names the file and the problem."""
 
 
 def load_case(path: Path) -> Case:

@@ -61,9 +61,10 @@ def contains(args: Any, wanted: dict[str, Any]) -> bool:
     return isinstance(args, dict) and all(k in args and args[k] == v for k, v in wanted.items())
 
 
-def _canned(result: CannedResult) -> Any:
+def _canned(result: CannedResult, raw: bool = True) -> Any:
     if result.ok:
-        return result.data  # raw, so the tool's business-failure parser sees failures-as-data
+        # raw, the tool's business-failure parser sees failures-as-data; else it is plain data
+        return result.data if raw else ToolResult.success(result.data)
     return ToolResult.failure(
         result.error_type or "error", result.message or result.error_type or "error", retryable=result.retryable
     )
@@ -89,14 +90,15 @@ def _body(spec: ToolSpec) -> Callable[[dict[str, Any]], Any]:
     async def body(args: dict[str, Any]) -> Any:
         counts[-1] += 1
         if script is not None:
-            return await asyncio.to_thread(script, args, counts[-1])  # a slow script never blocks the loop
+            value = await asyncio.to_thread(script, args, counts[-1])  # a slow script never blocks the loop
+            return value if spec.raw or isinstance(value, ToolResult) else ToolResult.success(value)
         for index, entry in enumerate(spec.by_args):
             if contains(args, entry.args):
                 counts[index] += 1
                 chosen = _pick(entry.results, counts[index]) or entry.result
-                return _canned(chosen) if chosen is not None else "ok"
+                return _canned(chosen, spec.raw) if chosen is not None else "ok"
         chosen = _pick(spec.results, counts[-1])
-        return _canned(chosen) if chosen is not None else "ok"
+        return _canned(chosen, spec.raw) if chosen is not None else "ok"
 
     return body
 

@@ -32,10 +32,11 @@ def print_cases(console: Console, report: EvalReport) -> None:
 def print_intents(console: Console, report: EvalReport) -> None:
     table = Table(title="per intent")
     columns = ("intent", "cases", "passed", "avg rounds", "p95 rounds", "dup rate", "candidates", "completion")
-    for column in (*columns, "fallback", "stop reasons"):
+    for column in (*columns, "fallback", "false interv.", "stop reasons"):
         table.add_column(column)
     for m in report.intents:
         reasons = ", ".join(f"{k}={v}" for k, v in m.stop_reasons.items())
+        false = f"{m.false_interventions}/{m.healthy_cases}" if m.healthy_cases else "-"
         table.add_row(
             m.intent,
             str(m.cases),
@@ -46,9 +47,32 @@ def print_intents(console: Console, report: EvalReport) -> None:
             f"{m.avg_candidates:.1f}",
             f"{m.completion_rate:.0%}",
             f"{m.fallback_rate:.0%}",
+            f"[bold red]{false}[/]" if m.false_interventions else false,
             reasons,
         )
     console.print(table)
+
+
+def print_detectors(console: Console, report: EvalReport) -> None:
+    """Per detector over the cases marked `loop` / `healthy`, and the suite's false interventions."""
+    suite = report.suite
+    if suite.detectors:
+        table = Table(title="per detector (cases marked loop / healthy)")
+        for column in ("detector", "loops caught", "first turn, median", "first turn, worst", "false interv."):
+            table.add_column(column)
+        for d in suite.detectors:
+            median = "-" if d.first_turn_median is None else f"{d.first_turn_median:g}"
+            worst = "-" if d.first_turn_worst is None else str(d.first_turn_worst)
+            table.add_row(d.detector, str(d.loops_caught), median, worst, str(d.false_interventions))
+        console.print(table)
+    if suite.loop_cases or suite.healthy_cases:
+        style = "bold red" if suite.false_interventions else "green"
+        console.print(
+            f"loops stopped or steered: {suite.loops_caught}/{suite.loop_cases}; "
+            f"[{style}]false interventions: {suite.false_interventions}/{suite.healthy_cases} healthy cases "
+            f"({suite.false_intervention_rate:.0%})[/]"
+            + (f": {', '.join(suite.false_intervention_cases)}" if suite.false_intervention_cases else "")
+        )
 
 
 def print_diff(console: Console, diffs: list[CaseDiff]) -> None:
@@ -94,7 +118,8 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option(help="Write each case's events here as <case>.jsonl (to see why it failed).")
         ] = None,
     ) -> None:
-        """Run eval cases: per case pass/fail with the reason, per intent the loop metrics."""
+        """Run eval cases: per case pass/fail with the reason, per intent the loop metrics, per
+        detector what it caught; exit 1 on a failure (a regression) or any false intervention."""
         console = Console(stderr=as_json, width=200)
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
@@ -118,12 +143,14 @@ def register(app: typer.Typer) -> None:
         else:
             print_cases(console, report)
             print_intents(console, report)
+            print_detectors(console, report)
             if old:
                 print_diff(console, diffs)
                 print_deltas(console, metric_deltas(old.intents, report.intents))
             console.print(f"{report.passed}/{len(report.cases)} cases passed")
         failed = bool(regressions(diffs)) if old else bool(report.failed)
-        raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+        # A false intervention fails the eval even when the baseline had it too.
+        raise typer.Exit(EXIT_FAILED if failed or report.suite.false_interventions else EXIT_OK)
 
     @app.command("eval-import")
     def eval_import(

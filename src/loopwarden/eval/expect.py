@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from ..events import Event, ToolCallProposed, ToolResultEvent
+from ..events import Event, ToolCallFinished, ToolCallProposed
 from .case import Case
 
 if TYPE_CHECKING:
@@ -42,6 +42,34 @@ def check_expectations(case: Case, result: CaseResult, events: list[Event]) -> l
     absent = [s for s in expect.output_contains if s not in output]
     if absent:
         reasons.append(f"output lacks {absent}")
+    return reasons + _turn_reasons(case, result)
+
+
+def _turn_reasons(case: Case, result: CaseResult) -> list[str]:
+    """The turn-level expectations, and what a case's kind implies."""
+    expect, reasons = case.expect, []
+    first, stop = result.first_intervention_turn, result.stop_turn
+    if expect.first_intervention_by is not None and (first is None or first > expect.first_intervention_by):
+        when = "never" if first is None else f"first in turn {first}"
+        reasons.append(f"the guard stepped in {when}, expected by turn {expect.first_intervention_by}")
+    if expect.stop_by is not None and (stop is None or stop > expect.stop_by):
+        when = "was never stopped" if stop is None else f"stopped in turn {stop}"
+        reasons.append(f"the phase {when}, expected a stop by turn {expect.stop_by}")
+    if (expect.no_intervention or case.kind == "healthy") and result.interventions:
+        reasons.append(f"the guard stepped in on a healthy run: {result.interventions}")
+    if case.kind == "loop" and not result.interventions:
+        reasons.append("a loop case that was neither stopped nor steered")
+    stepped_in = {i.split(":", 1)[0] for i in [*result.interventions, *result.guard_trips]}
+    if expect.detectors_any and not stepped_in & set(expect.detectors_any):
+        reasons.append(f"none of {expect.detectors_any} stepped in (stepped in: {sorted(stepped_in)})")
+    if expect.max_phase_model_calls is not None and result.phase_model_calls > expect.max_phase_model_calls:
+        reasons.append(
+            f"{result.phase_model_calls} model calls in the tool phase, at most {expect.max_phase_model_calls} allowed"
+        )
+    if expect.max_wrap_up_calls is not None and result.wrap_up_calls > expect.max_wrap_up_calls:
+        reasons.append(f"{result.wrap_up_calls} wrap-up model calls, at most {expect.max_wrap_up_calls} allowed")
+    if expect.expected_rescued is not None and result.rescued != expect.expected_rescued:
+        reasons.append(f"rescued={result.rescued}, expected {expect.expected_rescued}")
     return reasons
 
 
@@ -49,7 +77,7 @@ def executed_calls(events: list[Event]) -> list[tuple[str, str]]:
     """(tool, args hash) of every call that actually ran, in order."""
     proposed = {e.call_id: (e.tool, e.args_hash) for e in events if isinstance(e, ToolCallProposed)}
     return [
-        proposed[e.call_id] for e in events if isinstance(e, ToolResultEvent) and e.executed and e.call_id in proposed
+        proposed[e.call_id] for e in events if isinstance(e, ToolCallFinished) and e.executed and e.call_id in proposed
     ]
 
 

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import re
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -24,9 +26,10 @@ from .case import Case, ConfigSpec
 from .case_tools import build_checklist, build_tool
 from .detectors import REPEATED_CALL, resolve_detectors
 from .expect import check_expectations
+from .turns import turn_facts
 from .verifiers import build_verifiers
 
-INTERVENTIONS = frozenset({"cached", "nudge", "narrowed", "stopped"})
+INTERVENTIONS = frozenset({"cached", "nudged", "narrowed", "stopped"})
 """Verdict actions that mean the guard stepped in against looping."""
 
 
@@ -52,6 +55,22 @@ class CaseResult(BaseModel):
     fallback: bool = False
     guard_trips: list[str] = Field(default_factory=list)
     output: str | None = None
+    kind: str | None = None
+    """`healthy` or `loop` when the case says so."""
+    first_intervention_turn: int | None = None
+    stop_turn: int | None = None
+    interventions: list[str] = Field(default_factory=list)
+    """`detector:action` of each intervention in order (eval/turns.py says what counts)."""
+    first_turns: dict[str, int] = Field(default_factory=dict)
+    """Detector -> turn of its first intervention."""
+    phase_model_calls: int = 0
+    wrap_up_calls: int = 0
+    rescued: bool = False
+
+    @property
+    def false_intervention(self) -> bool:
+        """A case marked healthy on which the guard stepped in."""
+        return self.kind == "healthy" and bool(self.interventions)
 
 
 def loop_config(spec: ConfigSpec, disabled: Iterable[str]) -> LoopConfig:
@@ -105,10 +124,15 @@ async def run_case(case: Case, disabled: Sequence[str] = (), *, trace_dir: Path 
     except Exception as error:  # a crash is a finding, never the end of the eval
         where = traceback.format_exception_only(type(error), error)[-1].strip()
         return CaseResult(
-            name=case.name, intent=case.intent, path=_path(case), passed=False, reasons=[f"crashed: {where}"]
+            name=case.name,
+            intent=case.intent,
+            kind=case.kind,
+            path=_path(case),
+            passed=False,
+            reasons=[f"crashed: {where}"],
         )
     if trace_dir is not None:
-        await asyncio.to_thread(write_jsonl, run.events, trace_dir / f"{case.name}.jsonl")
+        await asyncio.to_thread(write_jsonl, run.events, trace_path(trace_dir, case.name))
     checklist = run.state.checklist.snapshot() if run.state.checklist else None
     result = summarise(case, run.events, checklist)
     result.reasons = check_expectations(case, result, run.events)
@@ -127,9 +151,11 @@ def summarise(case: Case, events: list[Event], checklist: dict[str, bool] | None
             seen.add(key)
     required_done = checklist is not None and all(checklist.values()) if checklist else False
     completed = required_done if case.checklist else finished.status == "completed"
+    facts = turn_facts(events)
     return CaseResult(
         name=case.name,
         intent=case.intent,
+        kind=case.kind,
         path=_path(case),
         passed=False,
         status=finished.status,
@@ -143,11 +169,19 @@ def summarise(case: Case, events: list[Event], checklist: dict[str, bool] | None
         candidates=[e.n_tools_offered for e in events if isinstance(e, ModelCalled) and e.n_tools_offered],
         checklist=checklist,
         completed=completed,
-        fallback=any(isinstance(e, PhaseEnded) and e.status != "completed" for e in events),
+        # A run rescued by a forced terminal call completed, but only through the fallback.
+        fallback=facts.rescued or any(isinstance(e, PhaseEnded) and e.status != "completed" for e in events),
         guard_trips=sorted(
             {f"{e.detector}:{e.action}" for e in events if isinstance(e, GuardVerdict) and e.action in INTERVENTIONS}
         ),
         output=finished.output if isinstance(finished.output, str) else _short(finished.output),
+        first_intervention_turn=facts.first_intervention_turn,
+        stop_turn=facts.stop_turn,
+        interventions=facts.interventions,
+        first_turns=facts.first_turns,
+        phase_model_calls=facts.phase_model_calls,
+        wrap_up_calls=facts.wrap_up_calls,
+        rescued=facts.rescued,
     )
 
 
@@ -162,6 +196,19 @@ async def run_cases(
             return await run_case(case, disabled, trace_dir=trace_dir)
 
     return list(await asyncio.gather(*(one(c) for c in cases)))
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def trace_path(trace_dir: Path, name: str) -> Path:
+    """Where a case's events go: always directly inside `trace_dir`, whatever the case name
+    holds (`../x`, `a/b`, an absolute path); a name that had to be changed gets a short hash,
+    so two names never share a file."""
+    safe = _UNSAFE.sub("_", name).lstrip(".") or "case"
+    if safe != name:
+        safe = f"{safe[:80]}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    return trace_dir / f"{safe}.jsonl"
 
 
 def _path(case: Case) -> str | None:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from .case import Case, CaseError, collect_case_files, load_case
 from .detectors import resolve_detectors
-from .metrics import IntentMetrics, metrics_by_intent
+from .metrics import IntentMetrics, SuiteMetrics, metrics_by_intent, suite_metrics
 from .runner import CaseResult, run_cases
 
 REPORT_VERSION = 1
@@ -21,6 +21,7 @@ class EvalReport(BaseModel):
     disabled: list[str] = Field(default_factory=list)
     cases: list[CaseResult]
     intents: list[IntentMetrics]
+    suite: SuiteMetrics = Field(default_factory=SuiteMetrics)
 
     @property
     def passed(self) -> int:
@@ -41,10 +42,14 @@ def load_cases(paths: Sequence[Path]) -> tuple[list[Case], list[CaseResult]]:
             broken.append(
                 CaseResult(name=path.stem, intent="invalid", path=str(path), passed=False, reasons=[str(error)])
             )
-    names = [c.name for c in cases]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise CaseError(f"case names must be unique; repeated: {duplicates}")
+    files: dict[str, list[str]] = {}
+    for case in cases:
+        files.setdefault(case.name, []).append(str(case.path))
+    repeated = [f"{name!r} in {' and '.join(paths)}" for name, paths in files.items() if len(paths) > 1]
+    if repeated:
+        raise CaseError(f"case names must be unique: {'; '.join(repeated)}")
+    if not cases and not broken:
+        raise CaseError(f"no cases (*.yaml, *.yml) in {', '.join(str(p) for p in paths)}")
     return cases, broken
 
 
@@ -54,7 +59,9 @@ async def run_suite(
     resolve_detectors(disabled)  # unknown names fail here, once, not in every case
     cases, broken = load_cases(paths)
     results = await run_cases(cases, disabled=disabled, concurrency=concurrency, trace_dir=trace_dir) + broken
-    return EvalReport(disabled=list(disabled), cases=results, intents=metrics_by_intent(results))
+    return EvalReport(
+        disabled=list(disabled), cases=results, intents=metrics_by_intent(results), suite=suite_metrics(results)
+    )
 
 
 def load_report(path: Path) -> EvalReport:

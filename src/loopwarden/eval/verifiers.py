@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
-from ..models.markup import MARKUP_HINT
+from ..models.arguments import TEMPLATE_TOKENS
+from ..models.markup import find_markup
 from ..verify import Verifier
-
-_MARKUP = re.compile(
-    r"<\s*/?\s*(tool_call|function_call|tool_use|invoke|function)\b|<\s*[|｜‖]{1,2}\s*(DSML|tool)|<\|[a-z_]+\|>|\"(name|tool)\"\s*:\s*\"[^\"]+\"\s*,\s*\"(arguments|parameters)\"",
-    re.IGNORECASE,
-)
 
 
 def no_markup(text: str) -> str | None:
-    """Tool-call markup leaked into prose (a collapse during drafting) is not an answer."""
-    match = _MARKUP.search(text) or MARKUP_HINT.search(text)  # ours, or the client's DSML detector
-    return f"the text contains tool-call markup ({match.group(0)!r}); write plain prose" if match else None
+    """Tool-call markup (or chat-template tokens) leaked into prose is not an answer."""
+    found = find_markup(text)
+    if found is not None:
+        return f"the text contains tool-call markup ({found[0]}: {found[1][:60]!r}); write plain prose"
+    token = TEMPLATE_TOKENS.search(text)
+    return f"the text contains chat-template tokens ({token.group(0)!r}); write plain prose" if token else None
 
 
 def nonempty(text: str) -> str | None:

@@ -50,7 +50,7 @@ def describe(console: Console, title: str, result: RunResult) -> None:
     console.rule(title)
     for event in result.events:
         if isinstance(event, GuardVerdict):
-            style = "green" if event.action == "allow" else "yellow" if event.action != "stopped" else "bold red"
+            style = "green" if event.action == "allowed" else "yellow" if event.action != "stopped" else "bold red"
             console.print(f"  turn {event.turn}: [{style}]{event.action}[/] ({event.detector}) {event.reason}")
         elif isinstance(event, NudgeInjected):
             console.print(f"  turn {event.turn}: [cyan]nudge injected[/]")
@@ -81,7 +81,8 @@ async def main(trace: TraceTarget = None, *, trace_db: Path | None = None) -> in
     healthy_agent = Agent(FunctionModel(healthy, name="healthy"), [read_file], trace=trace)
     healthy_run = await healthy_agent.run("Summarise the notes")
     describe(console, "A healthy model", healthy_run)
-    stopped = collapse_run.stop_reason == "repeated_call" and collapse_run.totals.model_calls <= 6
+    # 5 calls of the phase, then asked twice for an answer it never gives (it only calls tools)
+    stopped = collapse_run.stop_reason == "repeated_call" and collapse_run.totals.model_calls <= 7
     finished = healthy_run.status == "completed"
     console.print(f"\ncollapse stopped: {stopped}; healthy run finished: {finished}")
     if trace_db is not None:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from rich.console import Console
 
 from .. import Agent, ChecklistItem, Intent, RuleRouter, ScriptedModel, SlotSpec, ToolRegistry, call, period_slot, tool
-from ..events import Event, GuardVerdict, IntentRouted, ModelCalled, RunFinished, ToolResultEvent
+from ..events import Event, GuardVerdict, IntentRouted, ModelCalled, RunFinished, ToolCallFinished
 from ..slots import date_extractor, iso_date, regex_extractor
 
 REQUEST = "record today's reading 150/95 and show the trend for the last two weeks"
@@ -77,7 +77,7 @@ def metric_router() -> RuleRouter:
             SlotSpec("reading", regex_extractor(r"\b\d{2,3}/\d{2,3}\b"), required=True, args=("value",)),
         ),
         checklist=(ChecklistItem("recorded", "record_metric"), ChecklistItem("trend loaded", "get_metric_trend")),
-        step_cap=6,
+        max_tool_rounds=6,
         normalisers={"period": period_slot(PERIODS), "date": iso_date},
         keywords=("reading", "trend"),
         requires=(r"\b(record|log)\b", r"\btrend\b"),
@@ -86,7 +86,7 @@ def metric_router() -> RuleRouter:
         "query_trend",
         tools=("get_metric_trend",),
         slots=(SlotSpec("period", period_slot(PERIODS).extract),),
-        step_cap=3,
+        max_tool_rounds=3,
         requires=(r"\btrend\b",),
         excludes=(r"\b(record|log)\b",),
     )
@@ -116,7 +116,7 @@ def describe(console: Console, events: list[Event]) -> None:
             console.print(f"turn {event.turn}: model offered {event.n_tools_offered} tools {event.tools_offered}")
         elif isinstance(event, GuardVerdict):
             console.print(f"  {event.tool or ''} -> {event.action} ({event.detector}): {event.reason}")
-        elif isinstance(event, ToolResultEvent):
+        elif isinstance(event, ToolCallFinished):
             outcome = "ok" if event.ok else f"{event.error_type}: {event.message}"
             console.print(f"  {event.tool} {'ran' if event.executed else 'did not run'}: {outcome}")
         elif isinstance(event, RunFinished):

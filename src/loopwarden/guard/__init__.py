@@ -2,6 +2,7 @@
 
 from collections.abc import Callable, Collection, Sequence
 
+from ..errors import ConfigError
 from .budget import Budgets, Price
 from .cycles import CycleDetector
 from .detector import Detector
@@ -29,7 +30,7 @@ def default_detectors(disabled: Collection[str] = ()) -> list[DetectorFactory]:
     """The detectors an Agent uses when given none, minus those named in `disabled`."""
     unknown = set(disabled) - set(DEFAULT_DETECTORS) - {"repeated_call"}
     if unknown:
-        raise ValueError(f"unknown detector names: {sorted(unknown)}; known: {sorted(DEFAULT_DETECTORS)}")
+        raise ConfigError(f"unknown detector names: {sorted(unknown)}; known: {sorted(DEFAULT_DETECTORS)}")
     return [make for name, make in DEFAULT_DETECTORS.items() if name not in disabled]
 
 

@@ -39,7 +39,7 @@ class Budgets:
     def exhausted(self, totals: Totals, elapsed: float) -> tuple[str, str] | None:
         """(stop_reason, message) for the first budget used up, checked before a model call."""
         checks: list[tuple[float | None, float, str, str]] = [
-            (self.max_tool_rounds, totals.tool_rounds, "step_budget", "tool rounds"),
+            (self.max_tool_rounds, totals.tool_rounds, "tool_round_budget", "tool rounds"),
             (self.max_model_calls, totals.model_calls, "model_call_budget", "model calls"),
             (self.max_tokens, totals.total_tokens, "token_budget", "tokens"),
             (self.max_seconds, elapsed, "time_budget", "seconds"),

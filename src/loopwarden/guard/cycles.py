@@ -5,8 +5,13 @@ the period p (2..max_period) whose repetition explains the longest tail of the s
 that tail holds at least `min_repeats` full periods, the run is cycling. Every further
 `escalate_after` calls (3; a full period if shorter) that go on with it climb one rung (steer,
 narrow, stop). A cycle that is interrupted by other work and then re-established within the
-window is the same cycle: it resumes one rung higher instead of starting over. Period 1 (the
+window is the same cycle: it resumes one rung higher instead of starting over (unless the
+interruption brought something new: then it starts over). Period 1 (the
 same call again) is the repeated-call ladder's job, not this one's.
+
+A cycle whose last period brought something new (a result not seen before, a new write, a
+sentence the model had not said: guard/novelty.py) is a revisit, not a loop, and is left alone
+while that lasts: a model that re-reads two files while its notes move on is working.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from .detector import Detector
 from .ladder import Finding, Ladder
+from .novelty import novelty_of
 
 if TYPE_CHECKING:
     from ..state import CallRecord, RunState
@@ -96,39 +102,49 @@ class CycleDetector(Detector):
         self.window = window if window is not None else 4 * max_period
         self.ladder = ladder or Ladder(nudge_at=1, narrow_at=2, stop_at=3)
         self._sequence: list[str] = []  # the most recent calls only
+        self._news: list[int] = []  # the run's novelty when each of them was proposed
         self._position = 0  # calls seen in the run
         self._tools: dict[str, str] = {}
         self._level: dict[tuple[str, ...], int] = {}
         self._last_seen: dict[tuple[str, ...], int] = {}
         self._current: tuple[tuple[str, ...], int] | None = None  # (key, position of its last rung)
         self._resumed = False
+        self._level_news: dict[tuple[str, ...], int] = {}  # novelty when a cycle last climbed
 
     def on_calls(self, turn: int, records: list[CallRecord], state: RunState) -> Finding | None:
+        news = novelty_of(state).total
         for record in records:
             if not record.exempt:
                 self._sequence.append(record.fingerprint)
+                self._news.append(news)
                 self._tools[record.fingerprint] = record.tool
                 self._position += 1
         if all(r.exempt for r in records):
             return None
         del self._sequence[: -(self.window + self.max_period)]
+        del self._news[: -(self.window + self.max_period)]
         cycle = tail_cycle(self._sequence, self.max_period, self.min_repeats)
-        if cycle is None:
-            self._current = None
+        if cycle is None or news > self._news[-cycle.period]:
+            self._current = None  # no cycle, or its last period brought something new
             return None
-        return self._escalate(cycle, turn)
+        return self._escalate(cycle, turn, self._news[-cycle.span], news)
 
-    def _escalate(self, cycle: Cycle, turn: int) -> Finding | None:
+    def _escalate(self, cycle: Cycle, turn: int, news_at_start: int, news: int) -> Finding | None:
         key, position = cycle.key, self._position
         last_seen, self._last_seen[key] = self._last_seen.get(key), position
         if self._current is not None and self._current[0] == key:
             if position - self._current[1] < min(cycle.period, self.escalate_after):
                 return None  # the model has not had the calls to act on the last rung yet
         else:
-            if last_seen is None or position - last_seen > self.window + cycle.span:
-                self._level.pop(key, None)  # new, or seen too long ago to be the same cycle resuming
+            if (
+                last_seen is None
+                or position - last_seen > self.window + cycle.span
+                or news_at_start > self._level_news.get(key, news_at_start)
+            ):
+                self._level.pop(key, None)  # new, seen too long ago, or the work in between taught something
             self._resumed = key in self._level
         self._current = (key, position)
+        self._level_news[key] = news
         level = self._level.get(key, 0) + 1
         self._level[key] = level
         rung = self.ladder.rung(level)

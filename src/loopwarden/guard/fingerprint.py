@@ -1,8 +1,10 @@
 """Call fingerprints: tool name + canonical JSON of the full arguments.
 
-Canonical means sorted keys at every depth and no insignificant whitespace, so argument
-order never makes two calls look different, while any difference in value (an `offset`, a
-page number) always does. It never raises.
+Canonical means sorted keys at every depth, no insignificant whitespace and one spelling per
+number (0.0 is 0), so argument order never makes two calls look different, while any
+difference in value (an `offset`, a page number) always does. It never raises. The loop
+fingerprints arguments after schema validation (proposals.py), so defaults and coercions are
+already applied.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ def _canonical(value: Any) -> Any:
         return {str(k): _canonical(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_canonical(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return repr(value)
+        if value.is_integer() and abs(value) < 2**53:
+            return int(value)  # 0.0 and 0 are one JSON number
     if isinstance(value, str | int | float | bool) or value is None:
         return value
     if isinstance(value, set | frozenset):

@@ -1,9 +1,11 @@
 """Monologue: the model keeps talking instead of acting.
 
 Counted are consecutive replies with text and no tool call, while tools are offered and the
-task is not done (a declared checklist still has open items). "I will now read the file."
-followed by nothing, again and again, is a run that has stopped working without ending.
-Narrowing here asks for a tool call (`tool_choice="required"`) rather than taking tools away.
+task is not done: a declared checklist still has open items, or a terminal tool is offered and
+has not been called (a phase with a finishing tool ends when it is called). "I will now read
+the file." followed by nothing, again and again, is a run that has stopped working without
+ending. Narrowing here asks for a tool call (the terminal tool when there is one, else
+`tool_choice="required"`) rather than taking tools away.
 """
 
 from __future__ import annotations
@@ -15,6 +17,18 @@ from .ladder import Finding, Ladder, Rung
 
 if TYPE_CHECKING:
     from ..state import CallRecord, RunState
+
+PENDING_TERMINAL = "pending_terminal"
+"""`RunState.data` key: the terminal tools offered and not called yet (kept by the loop)."""
+
+
+def open_work(state: RunState) -> list[str]:
+    """What is left before the phase is done: open checklist items, else calling a terminal tool."""
+    if state.checklist is not None and state.task_open:
+        return state.checklist.missing
+    pending: list[str] = state.data.get(PENDING_TERMINAL) or []
+    return [f"call {' or '.join(pending)}"] if pending else []
+
 
 MONOLOGUE_NUDGE = (
     "You have replied several times without calling a tool, and the task is not done. "
@@ -36,14 +50,14 @@ class MonologueDetector(Detector):
 
     def on_text(self, turn: int, text: str, tools_offered: bool, state: RunState) -> Finding | None:
         last = state.replies[-1] if state.replies else None
-        if last is None or last.turn != turn or last.n_calls or not tools_offered or not state.task_open:
+        missing = open_work(state) if tools_offered else []
+        if last is None or last.turn != turn or last.n_calls or not missing:
             self._streak = []
             return None
         self._streak.append(text)
         rung = self.ladder.rung(len(self._streak))
         if rung == Rung.NONE:
             return None
-        missing = state.checklist.missing if state.checklist else []
         return Finding(
             detector=self.name,
             rung=rung,

@@ -1,26 +1,42 @@
-"""No progress: rounds that add nothing new, however different their calls look.
+"""No progress: the same thing asked again in other words, with nothing new coming back.
 
 A round makes progress when it completes a checklist item, runs a call that returns result
-content not seen before in the run, or makes a new write; refused calls are never progress.
-Result content is compared after volatile fields (timestamps, ids, durations) are stripped,
-so `git status`, `git status --long` and `git --no-pager status` returning the same tree are
-one result seen three times. Rounds whose
+content not seen before in the run (timestamps, ids and durations stripped: guard/novelty.py),
+makes a new write (not the same write in other words: the same email to the same person with
+its body reworded), or asks a new target and gets an answer. A round is stale when a call that
+ran returned nothing new and either
+
+- asked a target an earlier call of that tool already asked, in other words (guard/targets.py:
+  `git status`, `git status --long` and `git --no-pager status`; rephrased searches), or
+- asked a new target and came back empty or negative (no hits, `[]`, `false`, not found, a
+  failure) where the target was a guess, not the next item of an enumeration (`build`, `dist`,
+  `tmp`... all empty, versus `data/a.csv`, `data/b.csv`... each checked).
+
+So a sweep of twelve hosts that each answer "ok" makes progress (twelve new targets answered),
+while the same status asked five ways does not. The next item of an enumeration that comes back
+empty (`site:pypi.org kisfeed`, then `... etfmaster`: no results, the names are free) is neither:
+it does not count as stale, but once the run has been steered it no longer holds the count.
+Refused calls are never progress; rounds whose
 calls were all answered from the cache are left to the repeated-call ladder and not counted.
+Three stale rounds in a row climb the ladder (steer, narrow, stop).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from .detector import Detector
 from .ladder import Finding, Ladder, Rung
+from .novelty import VOLATILE_KEY, content_hash, novelty_of
+from .targets import same_target, systematic
 
 if TYPE_CHECKING:
     from ..state import CallRecord, RunState
     from ..tools import ToolResult
+
+__all__ = ["VOLATILE_KEY", "NoProgressDetector", "content_hash", "is_negative"]
 
 NO_PROGRESS_NUDGE = (
     "Your last rounds of tool calls returned nothing new: different calls, same results. "
@@ -28,58 +44,40 @@ NO_PROGRESS_NUDGE = (
     "can return new information, or give your final answer."
 )
 
-VOLATILE_KEY = re.compile(
-    r"^(id|uuid|guid|etag|nonce|ts|timestamp|time|date|datetime|created|updated|modified|elapsed|duration|took"
-    r"|latency|request_?id|trace_?id|span_?id|run_?id|call_?id|session_?id)$"
-    r"|(_id|_at|_ts|_time|_ms|_seconds)$",
+_NEGATIVE_TEXT = re.compile(
+    r"^\W*(no\b|not found|none\b|null\b|nil\b|empty\b|nothing\b|false\b|0 (results?|matches|hits|items|files|rows)\b"
+    r"|does not exist|doesn't exist|no such|unknown\b|n/a\b)",
     re.IGNORECASE,
 )
-_VOLATILE_TEXT = re.compile(
-    r"(?=[0-9a-fA-F])(?:"  # every alternative starts with a hex digit: other positions fail fast
-    + "|".join(
-        [
-            r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?",  # ISO date(-time)
-            r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b",  # clock time
-            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",  # uuid
-            r"\b[0-9a-fA-F]{16,}\b",  # long hex ids, hashes
-            r"\b\d{10,}\b",  # epoch seconds / milliseconds
-            r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b",  # durations
-        ]
-    )
-    + ")"
-)
 
 
-def _strip_volatile(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip_volatile(v) for k, v in value.items() if not VOLATILE_KEY.search(str(k))}
-    if isinstance(value, list | tuple):
-        return [_strip_volatile(v) for v in value]
-    if isinstance(value, str):
-        return " ".join(_VOLATILE_TEXT.sub("<v>", value).split())
-    return value
+def is_negative(result: ToolResult) -> bool:
+    """An answer that says nothing is there: a failure, empty data, no hits, `false`, not found."""
+    return not result.ok or _empty(result.data)
 
 
-def content_hash(result: ToolResult) -> str:
-    """A hash of what a result says, without the parts that change on every call."""
-    payload = {
-        "ok": result.ok,
-        "error_type": result.error_type,
-        "message": _strip_volatile(result.message),
-        "data": _strip_volatile(result.data),
-    }
-    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+def _empty(data: Any, depth: int = 0) -> bool:
+    if data is None or data is False or data == 0:
+        return True
+    if isinstance(data, str):
+        return not data.strip() or bool(_NEGATIVE_TEXT.match(data.strip()))
+    if isinstance(data, list | tuple | set):
+        return len(data) == 0
+    if isinstance(data, dict):
+        values = [v for k, v in data.items() if not VOLATILE_KEY.search(str(k))]
+        return depth < 2 and all(_empty(v, depth + 1) for v in values)
+    return False
 
 
 class NoProgressDetector(Detector):
     name = "no_progress"
     stop_reason = "no_progress"
 
-    def __init__(self, *, rounds: int = 3, ladder: Ladder | None = None) -> None:
+    def __init__(self, *, rounds: int = 3, window: int = 32, ladder: Ladder | None = None) -> None:
         self.ladder = ladder or Ladder(nudge_at=rounds, narrow_at=rounds + 1, stop_at=rounds + 2)
-        self._seen: set[str] = set()
-        self._writes: set[str] = set()
+        self.window = window
+        """Earlier calls per tool that a call is compared with."""
+        self._asked: dict[str, deque[Any]] = {}
         self._stale = 0
         self._stale_calls: list[CallRecord] = []
 
@@ -87,21 +85,18 @@ class NoProgressDetector(Detector):
         fresh = [r for r in records if not r.cached and not r.exempt and r.result is not None]
         if not fresh:
             return None  # all answered from the cache (the repeated-call ladder's case) or polling
-        progressed = self._checklist_moved(turn, state)
+        novelty = novelty_of(state)
+        outcomes = {"progress"} if self._checklist_moved(turn, state) else set()
         for record in fresh:
-            assert record.result is not None
             if not record.executed:
-                continue  # a refusal (not offered, bad arguments) tells nothing new about the task
-            digest = content_hash(record.result)
-            if digest not in self._seen:
-                self._seen.add(digest)
-                progressed = True
-            if record.writes and record.result.ok and record.fingerprint not in self._writes:
-                self._writes.add(record.fingerprint)
-                progressed = True
-        if progressed:
+                outcomes.add("stale")  # a refusal (not offered, bad arguments) tells nothing new
+                continue
+            outcomes.add(self._outcome(record, novelty.is_new(record), novelty.new_content(record)))
+        if "progress" in outcomes:
             self._stale, self._stale_calls = 0, []
             return None
+        if "stale" not in outcomes and self._stale < self.ladder.nudge_at:
+            return None  # the next item of a sweep came back empty: neither stale nor progress
         self._stale += 1
         self._stale_calls = (self._stale_calls + fresh)[-8:]
         rung = self.ladder.rung(self._stale)
@@ -117,6 +112,26 @@ class NoProgressDetector(Detector):
             count=self._stale,
             nudge=NO_PROGRESS_NUDGE,
         )
+
+    def _outcome(self, record: CallRecord, new: bool, new_content: bool) -> str:
+        """`progress` (new content, or a new target answered), `stale` (the same question in
+        other words, or a guess that came back empty) or `neutral` (the next item of an
+        enumeration came back empty: normal in a sweep, but no excuse once the run was steered)."""
+        asked = self._asked.setdefault(record.tool, deque(maxlen=self.window))
+        arguments, previous = record.arguments, (asked[-1] if asked else None)
+        asked.append(arguments)
+        if new_content:
+            return "progress"
+        earlier = list(asked)[:-1]
+        repeat = any(same_target(arguments, e) for e in earlier)  # only asked when nothing new came back
+        if new and not repeat:
+            return "progress"  # a write not made before
+        if repeat:
+            return "stale"  # the same question (or the same write) in other words, answered as before
+        assert record.result is not None
+        if not is_negative(record.result):
+            return "progress"  # a new target that answered (a sweep: "ok" for each host)
+        return "neutral" if previous is not None and systematic(previous, arguments) else "stale"
 
     @staticmethod
     def _checklist_moved(turn: int, state: RunState) -> bool:

@@ -1,9 +1,18 @@
 """Content repetition: model text that chants.
 
-Three signs: one sentence many times in one reply; a short token group repeated back to back
-("SELECT SELECT SELECT ..."); the same sentence coming back reply after reply with no tool call
-in between. Code fences, indented code, tables and list items are removed first: a long code
-block or a 50-row table repeats its shape by nature and is not chanting.
+Four signs: one sentence many times in one reply; a short token group repeated back to back
+("SELECT SELECT SELECT ..."); the same characters repeated back to back with no space between
+("SELECTSELECTSELECT...", "123451234512345..."); the same sentence coming back reply after reply
+with no tool call in between. Code fences, indented code, tables and list items are removed
+first: a long code block or a 50-row table repeats its shape by nature and is not chanting.
+
+The character-level sign looks at the tail of the text (a chant runs to the end of what the
+model was allowed to write), for a unit of 1 to 32 non-space characters repeated at least 10
+times over at least 40 characters. A unit needs two different letters or digits, so runs of
+one digit (`1000000000000`), of punctuation (`----`, `....`) or a column of one value are not
+chants; a run of one letter must be 40 long. `chant(text)` is the check on its own, for an
+answer given with no tools; `StreamWatch` applies it to the tail of a streamed reply as it
+arrives and cuts the stream when it chants.
 
 Every reply showing a sign is a strike; strikes climb the ladder (steer, narrow, stop).
 """
@@ -12,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .detector import Detector
@@ -32,6 +42,35 @@ _STRUCTURED_LINE = re.compile(
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _TOKEN = re.compile(r"\w+", re.UNICODE)  # words only: "......" or "----" is punctuation, not chanting
+_GLUED = re.compile(r"(\S{1,32}?)\1{9,}")
+_LETTER_RUN = re.compile(r"([^\W\d_])\1{39,}")
+TAIL = 4000
+"""Characters at the end of a reply the character-level sign looks at."""
+
+
+def glued_repeat(text: str, tail: int = TAIL) -> str | None:
+    """A unit of characters repeated back to back with no space ("SELECTSELECT..."), or None."""
+    end = text[-tail:]
+    for match in _GLUED.finditer(end):
+        unit, span = match.group(1), len(match.group(0))
+        if span >= 40 and len({c for c in unit if c.isalnum()}) >= 2:
+            return f"{span // len(unit)}x back to back: {unit}"
+    run = _LETTER_RUN.search(end)
+    return f"{len(run.group(0))}x back to back: {run.group(1)}" if run else None
+
+
+def chant(text: str, sentence_repeats: int = 4, token_repeats: int = 10) -> str | None:
+    """The first sign of chanting within one text (no memory of earlier replies), or None."""
+    body = prose(text)
+    counts = Counter(sentences(body))
+    if counts:
+        sentence, n = counts.most_common(1)[0]
+        if n >= sentence_repeats:
+            return f"{n}x in one reply: {sentence[:200]}"
+    group, run = longest_token_run(body)
+    if run >= token_repeats:
+        return f"{run}x back to back: {group[:80]}"
+    return glued_repeat(body)
 
 
 def prose(text: str) -> str:
@@ -118,6 +157,8 @@ class RepetitionDetector(Detector):
         group, run = longest_token_run(body)
         if run >= self.token_repeats:
             evidence.append(f"{run}x back to back: {group[:80]}")
+        elif (glued := glued_repeat(body)) is not None:
+            evidence.append(glued)
         if text_only:
             if self._tool_call_since_last_text:
                 self._spoken.clear()
@@ -136,3 +177,31 @@ class RepetitionDetector(Detector):
         """Whether this reply carried no tool call (replies with calls narrate work and may repeat)."""
         last = state.replies[-1] if state.replies else None
         return last is not None and last.turn == turn and last.n_calls == 0
+
+
+class ChantInStream(Exception):
+    """Raised from inside a model's stream when its tail chants: the reply is cut there."""
+
+    def __init__(self, text: str, evidence: str) -> None:
+        super().__init__(evidence)
+        self.text, self.evidence = text, evidence
+
+
+class StreamWatch:
+    """Passes each piece of streamed text on, and stops the stream (`ChantInStream`) as soon as
+    the tail of what arrived chants, instead of paying for the rest of a degenerate reply."""
+
+    def __init__(self, forward: Callable[[str], None], every: int = 256) -> None:
+        self.forward, self.every = forward, every
+        self.text = ""
+        self._unchecked = 0
+
+    def __call__(self, delta: str) -> None:
+        self.forward(delta)
+        self.text = (self.text + delta)[-2 * TAIL :]
+        self._unchecked += len(delta)
+        if self._unchecked >= self.every:
+            self._unchecked = 0
+            found = chant(self.text)
+            if found is not None:
+                raise ChantInStream(self.text, found)

@@ -3,12 +3,27 @@ text and/or tool calls plus usage out."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import ModelError
+
 Message = dict[str, Any]
 """One OpenAI chat message (`role`, `content`, `tool_calls`, `tool_call_id`, ...)."""
+
+__all__ = [
+    "ClientNote",
+    "Message",
+    "Model",
+    "ModelError",
+    "ModelReply",
+    "ModelRequest",
+    "ToolCall",
+    "ToolChoice",
+    "Usage",
+]
 
 ToolChoice = Literal["auto", "none", "required"] | dict[str, Any]
 
@@ -44,7 +59,12 @@ class ModelRequest(BaseModel):
     messages: list[Message]
     tools: list[dict[str, Any]] = Field(default_factory=list)
     tool_choice: ToolChoice | None = None
-    tier: Literal["cheap", "main"] = "cheap"
+    max_tokens: int | None = None
+    """The most output this call may write (a stage's cap); None = the endpoint's default."""
+    on_text: Callable[[str], None] | None = Field(default=None, exclude=True, repr=False)
+    """Set when the caller streams text (`Agent.stream_text`): a model that can stream calls it
+    with each piece of reply text as it arrives, and still returns the whole reply. Models
+    that cannot stream ignore it. Not part of the request sent or recorded."""
 
 
 class ClientNote(BaseModel):
@@ -65,6 +85,9 @@ class ModelReply(BaseModel):
     finish_reason: str | None = None
     model: str | None = None
     notes: list[ClientNote] = Field(default_factory=list)
+    attempts: int = 1
+    """HTTP requests that reached the server for this reply, failed ones included (each is a
+    model call in the totals; `usage` covers them all)."""
 
     def assistant_message(self) -> Message:
         """The assistant message to append to the history, in OpenAI format."""
@@ -77,26 +100,6 @@ class ModelReply(BaseModel):
         if self.reasoning is not None:
             message["reasoning_content"] = self.reasoning
         return message
-
-
-class ModelError(Exception):
-    """A model call that failed after the client's own retries; `kind` says how."""
-
-    def __init__(
-        self,
-        kind: str,
-        message: str,
-        *,
-        retryable: bool = False,
-        status: int | None = None,
-        notes: list[ClientNote] | None = None,
-    ):
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.retryable = retryable
-        self.status = status
-        self.notes = notes or []
 
 
 @runtime_checkable

@@ -57,10 +57,18 @@ def request_key(request: ModelRequest) -> str:
 class RecordingModel:
     """Passes every request through to `inner` and records what came back."""
 
-    def __init__(self, inner: Model, *, meta: dict[str, Any] | None = None) -> None:
+    def __init__(self, inner: Model, *, meta: dict[str, Any] | None = None, autosave: Path | None = None) -> None:
+        """`autosave`: write the cassette there after every exchange (a run that is cut off
+        still leaves what it had said)."""
         self.inner = inner
         self.name = inner.name
         self.cassette = Cassette(model=inner.name, meta=dict(meta or {}))
+        self.autosave = autosave
+
+    @property
+    def context_window(self) -> int | None:
+        window = getattr(self.inner, "context_window", None)
+        return window if isinstance(window, int) else None
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         try:
@@ -69,10 +77,15 @@ class RecordingModel:
             recorded = RecordedError(
                 kind=error.kind, message=error.message, retryable=error.retryable, status=error.status
             )
-            self.cassette.interactions.append(Interaction(request=request, error=recorded))
+            self._add(Interaction(request=request, error=recorded))
             raise
-        self.cassette.interactions.append(Interaction(request=request, reply=reply))
+        self._add(Interaction(request=request, reply=reply))
         return reply
+
+    def _add(self, interaction: Interaction) -> None:
+        self.cassette.interactions.append(interaction)
+        if self.autosave is not None:
+            self.save(self.autosave)
 
     def save(self, path: Path) -> Path:
         return save_cassette(self.cassette, path)

@@ -17,7 +17,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from ..errors import ConfigError as ConfigError  # its home is loopwarden.errors
 from ..guard.budget import Price
+
+ToolCallContent = Literal["empty", "omit", "null"]
+"""How an assistant turn that made tool calls carries its (absent) text: `"content": ""`,
+no `content` key, or `"content": null`. OpenAI accepts all three; servers that validate
+strictly (llama-cpp-python) reject null with an HTTP 500."""
+TOOL_CALL_CONTENT_SHAPES: tuple[ToolCallContent, ...] = ("empty", "omit", "null")
 
 PresetName = Literal["deepseek", "openai", "ollama", "vllm", "llamacpp", "lmstudio"]
 Tier = Literal["cheap", "main", "vision"]
@@ -35,6 +42,8 @@ class Preset(BaseModel):
     needs_key: bool = True
     reasoning_echo: bool = False
     """Whether the provider wants `reasoning_content` sent back on assistant tool-call turns."""
+    any_model_name: bool = False
+    """The server serves whatever it loaded under any requested name (llama.cpp)."""
 
 
 PRESETS: dict[str, Preset] = {
@@ -60,7 +69,11 @@ PRESETS: dict[str, Preset] = {
     ),
     "vllm": Preset(base_url="http://127.0.0.1:8000/v1", cheap_model="default", main_model="default", needs_key=False),
     "llamacpp": Preset(
-        base_url="http://127.0.0.1:8080/v1", cheap_model="default", main_model="default", needs_key=False
+        base_url="http://127.0.0.1:8080/v1",
+        cheap_model="default",
+        main_model="default",
+        needs_key=False,
+        any_model_name=True,
     ),
     "lmstudio": Preset(
         base_url="http://127.0.0.1:1234/v1", cheap_model="default", main_model="default", needs_key=False
@@ -77,19 +90,27 @@ DEFAULT_PRICES: dict[str, Price] = {
 }
 """Default prices by model name, for `Budgets(prices=...)`. Local presets cost nothing."""
 
+TIER_FIELDS = ("cheap_model", "main_model", "vision_model")
 CONFIG_FIELDS = (
     "preset",
     "base_url",
     "api_key",
     "model",
-    "cheap_model",
-    "main_model",
-    "vision_model",
+    *TIER_FIELDS,
     "timeout",
     "max_retries",
     "stream",
+    "retry_base_delay",
+    "retry_max_delay",
+    "reasoning_echo",
     "extra_body",
+    "context_window",
+    "tool_call_content",
+    "record_dir",
 )
+"""Every setting, by the same name in flags (keyword arguments), the environment (LOOPWARDEN_ + upper
+case) and the TOML file. `model` names one model for every tier: in each source it fills the tiers
+that source does not name itself, so a source's `model` beats a lower source's `cheap_model`."""
 
 
 class EndpointConfig(BaseModel):
@@ -115,6 +136,18 @@ class EndpointConfig(BaseModel):
     """Send `reasoning_content` back on assistant tool-call turns; None = as the preset says."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
     """Provider-specific request fields, e.g. {"thinking": {"type": "disabled"}} for DeepSeek."""
+    context_window: int | None = Field(default=None, gt=0)
+    """Tokens the model accepts (prompt + output); None = learned from the server where it says."""
+    tool_call_content: ToolCallContent = "empty"
+    """The `content` of assistant tool-call turns (`loopwarden doctor` says which one the endpoint needs)."""
+    record_dir: Path | None = None
+    """Record every exchange with the endpoint as cassettes here (`<tier>-<pid>.cassette.json`),
+    for `loopwarden eval-import`."""
+
+    @property
+    def any_model_name(self) -> bool:
+        preset = PRESETS.get(self.preset or "")
+        return bool(preset and preset.any_model_name)
 
     def model_for(self, tier: Tier) -> str:
         if tier == "vision":
@@ -132,10 +165,6 @@ class EndpointConfig(BaseModel):
         """A one-line, key-free description for messages and logs."""
         key = "key set" if self.api_key else "no key"
         return f"{self.base_url} (cheap={self.cheap_model}, main={self.main_model}, {key})"
-
-
-class ConfigError(ValueError):
-    """The configuration given cannot describe an endpoint; the message says what to fix."""
 
 
 def default_config_file(env: Mapping[str, str]) -> Path | None:
@@ -188,22 +217,39 @@ def load_endpoint_config(
     env: Mapping[str, str] | None = None,
     **overrides: Any,
 ) -> EndpointConfig | None:
-    """Merge flags over environment over file; None when no endpoint is configured at all.
+    """Flags over environment over file, field by field; None when no endpoint is configured.
 
-    `model` names one model for both tiers; `overrides` take any other EndpointConfig field
+    `model` names one model for every tier; `overrides` take any other setting in CONFIG_FIELDS
     (cheap_model=..., timeout=...). `env` defaults to os.environ.
     """
     env = os.environ if env is None else env
+    unknown = set(overrides) - set(CONFIG_FIELDS)
+    if unknown:
+        raise ConfigError(f"unknown endpoint settings: {', '.join(sorted(unknown))}; known: {', '.join(CONFIG_FIELDS)}")
     path = Path(config_file).expanduser() if config_file is not None else default_config_file(env)
     if config_file is not None and path is not None and not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     file_values = read_config_file(path) if path is not None and path.is_file() else {}
     flags = {"preset": preset, "base_url": base_url, "api_key": api_key, "model": model, **overrides}
-    merged = {**file_values, **from_environment(env), **{k: v for k, v in flags.items() if v is not None}}
-    return _resolve(merged, env)
+    layers = [file_values, from_environment(env), {k: v for k, v in flags.items() if v is not None}]
+    merged: dict[str, Any] = {}
+    for layer in layers:  # lowest first: each source replaces what the ones below it said
+        merged.update(_tiers_named(layer))
+    key_from_file = "api_key" in file_values and not any("api_key" in layer for layer in layers[1:])
+    return _resolve(merged, env, key_from_file=key_from_file)
 
 
-def _resolve(values: dict[str, Any], env: Mapping[str, str]) -> EndpointConfig | None:
+def _tiers_named(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """One source's settings with its `model` spelt out for the tiers it does not name itself."""
+    values = dict(layer)
+    one_model = values.pop("model", None)
+    if one_model is not None:
+        for tier in TIER_FIELDS:
+            values.setdefault(tier, one_model)
+    return values
+
+
+def _resolve(values: dict[str, Any], env: Mapping[str, str], *, key_from_file: bool = False) -> EndpointConfig | None:
     preset_name = values.pop("preset", None) or _preset_from_keys(values, env)
     if preset_name is None and not values.get("base_url"):
         return None
@@ -213,16 +259,16 @@ def _resolve(values: dict[str, Any], env: Mapping[str, str]) -> EndpointConfig |
         if preset is None:
             raise ConfigError(f"unknown preset {preset_name!r}; choose one of: {', '.join(PRESETS)}")
         preset_name = str(preset_name).lower()
-    if not values.get("api_key") and preset is not None and preset.key_env:
-        values["api_key"] = env.get(preset.key_env) or None
-    one_model = values.pop("model", None)
+    provider_key = env.get(preset.key_env) if preset is not None and preset.key_env else None
+    if provider_key and (key_from_file or not values.get("api_key")):
+        values["api_key"] = provider_key  # the provider's own variable is still the environment: it beats the file
     for tier in ("cheap_model", "main_model"):
-        values.setdefault(tier, one_model or (getattr(preset, tier) if preset else None))
+        values.setdefault(tier, getattr(preset, tier) if preset else None)
         if values[tier] is None:
             raise ConfigError(f"no model name for the {tier.split('_')[0]} tier: pass --model or set {tier}")
     if preset is not None:
         values.setdefault("base_url", preset.base_url)
-        values.setdefault("vision_model", one_model or preset.vision_model)
+        values.setdefault("vision_model", preset.vision_model)
         if preset.needs_key and not values.get("api_key") and values["base_url"] == preset.base_url:
             raise ConfigError(
                 f"the {preset_name} preset needs an API key: set {preset.key_env} or LOOPWARDEN_API_KEY, "

@@ -1,21 +1,25 @@
 """`loopwarden doctor`: is the configured endpoint usable, and if not, what to fix.
 
-Checks in order — configuration, endpoint reachable, key accepted, each tier's model exists,
-a chat reply, tool calling — and stops at the first failure the later checks depend on.
+Checks in order — configuration, endpoint reachable (and the key accepted, when there is one),
+each tier's model exists, a chat reply, a full tool round trip — and stops at the first failure
+the later checks depend on. The round trip sends exactly what the loop sends: a call, the
+assistant turn that made it (`ModelReply.assistant_message`), the tool's result message, and
+asks for a second reply, once per shape of the tool-call turn's empty `content`, and says which
+shapes the endpoint accepts.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from .base import ModelError, ModelRequest
-from .config import ConfigError, EndpointConfig, load_endpoint_config
+from .arguments import parse_arguments
+from .base import Message, ModelError, ModelReply, ModelRequest, ToolCall
+from .config import TOOL_CALL_CONTENT_SHAPES, ConfigError, EndpointConfig, ToolCallContent, load_endpoint_config
 
 if TYPE_CHECKING:
     from .openai_compat import OpenAICompatModel
@@ -35,10 +39,16 @@ PING_TOOL = {
     },
 }
 TOOL_PROMPT = "Call the report_number tool with number 7. Do not answer in text."
+TOOL_SYSTEM = "You are an assistant that uses the functions offered to you."
+"""Some servers' templates (llama-cpp-python's chatml-function-calling) describe the tools only
+inside a system message: without one the model never sees them."""
 TOOL_SERVER_HINT = (
     "the server may need tool calling switched on (vLLM: --enable-auto-tool-choice --tool-call-parser <name>; "
-    "llama.cpp: --jinja; Ollama: a model whose template supports tools), or pick a model that supports tools"
+    "llama.cpp: --jinja; llama-cpp-python: --chat_format chatml-function-calling; Ollama: a model whose "
+    "template supports tools), or pick a model that supports tools"
 )
+PROBE_MAX_TOKENS = 96
+"""Doctor's replies need only be short."""
 
 
 @dataclass(frozen=True)
@@ -62,8 +72,8 @@ async def diagnose(config: EndpointConfig) -> list[Check]:
         if listing.outcome == "fail":
             return checks
         for tier in ("cheap", "main"):
-            checks.append(_model_check(tier, config.model_for(tier), listed))
-        checks += await _chat_checks(cheap)
+            checks.append(_model_check(tier, config.model_for(tier), listed, config.any_model_name))
+        checks += await _chat_checks(cheap, quick)
         if config.main_model != config.cheap_model:
             checks.append(await _main_chat_check(OpenAICompatModel(quick, "main")))
     finally:
@@ -94,11 +104,15 @@ async def _listing(model: OpenAICompatModel) -> tuple[list[str] | None, Check]:
         }.get(error.kind, "see the message above")
         name = "API key" if error.kind == "auth" else "endpoint"
         return None, Check(name, "fail", error.message, fix)
-    return names, Check("endpoint", "ok", f"reachable, key accepted, {len(names)} model(s) listed")
+    key = "key accepted" if model.config.api_key else "no key sent"
+    return names, Check("endpoint", "ok", f"reachable, {key}, {len(names)} model(s) listed")
 
 
-def _model_check(tier: str, name: str, listed: list[str] | None) -> Check:
+def _model_check(tier: str, name: str, listed: list[str] | None, any_name: bool = False) -> Check:
     label = f"{tier} model"
+    if any_name and listed is not None and name not in listed:
+        serves = ", ".join(n.rsplit("/", 1)[-1] for n in listed[:3]) or "its loaded model"
+        return Check(label, "ok", f"{name!r}: this server answers any model name with {serves}")
     if listed is None:
         return Check(label, "warn", f"{name!r}: cannot be checked against a list; the chat check below will tell")
     if name in listed:
@@ -113,26 +127,74 @@ def _model_fix(tier: str) -> str:
     return f"set LOOPWARDEN_{tier.upper()}_MODEL (or --model) to one of the offered models"
 
 
-async def _chat_checks(model: OpenAICompatModel) -> list[Check]:
+async def _chat_checks(model: OpenAICompatModel, config: EndpointConfig) -> list[Check]:
     try:
-        plain = await model.complete(ModelRequest(messages=[{"role": "user", "content": "Reply with the word: ready"}]))
+        plain = await model.complete(_ask([{"role": "user", "content": "Reply with the word: ready"}]))
     except ModelError as error:
         return [Check("chat", "fail", error.message, _fix_for(error))]
     checks = [Check("chat", "ok", f"{model.name!r} answered ({plain.usage.total_tokens} tokens)")]
-    request = ModelRequest(messages=[{"role": "user", "content": TOOL_PROMPT}], tools=[PING_TOOL], tool_choice="auto")
+    first = [{"role": "system", "content": TOOL_SYSTEM}, {"role": "user", "content": TOOL_PROMPT}]
     try:
-        reply = await model.complete(request)
+        reply = await model.complete(_ask(first, tools=True))
     except ModelError as error:
         return [*checks, Check("tool calling", "fail", error.message, TOOL_SERVER_HINT)]
     call = next((c for c in reply.tool_calls if c.name == "report_number"), None)
     if call is None:
         said = (reply.text or "")[:120]
         return [*checks, Check("tool calling", "fail", f"no tool call came back (text: {said!r})", TOOL_SERVER_HINT)]
-    try:
-        arguments = json.loads(call.arguments)
-    except json.JSONDecodeError:
+    parsed = parse_arguments(call.arguments)
+    if parsed.error is not None:
         return [*checks, Check("tool calling", "warn", f"tool called with unreadable arguments {call.arguments!r}")]
-    return [*checks, Check("tool calling", "ok", f"report_number called with {arguments}")]
+    repaired = f" (arguments repaired: {parsed.repair})" if parsed.repair else ""
+    checks.append(Check("tool calling", "ok", f"report_number called with {parsed.value}{repaired}"))
+    return [*checks, await _round_trip(config, first, reply, call)]
+
+
+def _ask(messages: list[Message], *, tools: bool = False) -> ModelRequest:
+    return ModelRequest(
+        messages=messages,
+        tools=[PING_TOOL] if tools else [],
+        tool_choice="auto" if tools else None,
+        max_tokens=PROBE_MAX_TOKENS,
+    )
+
+
+async def _round_trip(config: EndpointConfig, first: list[Message], reply: ModelReply, call: ToolCall) -> Check:
+    """The second turn of a tool loop, in each content shape: which ones does the server take?"""
+    from ..tools import ToolResult  # the loop's own result message, not a look-alike
+    from .openai_compat import OpenAICompatModel
+
+    result = {"role": "tool", "tool_call_id": call.id, "content": ToolResult(ok=True, data=7).to_model_content()}
+    history = [*first, reply.assistant_message(), result]
+    accepted: list[ToolCallContent] = []
+    rejected: dict[str, str] = {}
+    second: ModelReply | None = None
+    for shape in (config.tool_call_content, *(s for s in TOOL_CALL_CONTENT_SHAPES if s != config.tool_call_content)):
+        probe = OpenAICompatModel(config.model_copy(update={"tool_call_content": shape}), "cheap", adapt=False)
+        try:
+            second = await probe.complete(_ask(history, tools=True))
+            accepted.append(shape)
+        except ModelError as error:
+            rejected[shape] = f"{error.field or error.kind}" if error.kind == "invalid_request" else error.kind
+        finally:
+            await probe.aclose()
+    told = ", ".join(f"{shape} rejected ({why})" for shape, why in rejected.items())
+    if not accepted:
+        return Check("tool round trip", "fail", f"no second reply after a tool result: {told}", TOOL_SERVER_HINT)
+    said = f"second reply: {_said(second)}; tool-call turns accepted with content {', '.join(accepted)}"
+    said += f"; {told}" if told else ""
+    if config.tool_call_content not in accepted:
+        fix = f"set tool_call_content = {accepted[0]!r} (LOOPWARDEN_TOOL_CALL_CONTENT={accepted[0]})"
+        return Check("tool round trip", "warn", said + " (the client switches on its own after one refusal)", fix)
+    return Check("tool round trip", "ok", said)
+
+
+def _said(reply: ModelReply | None) -> str:
+    if reply is None:
+        return "-"
+    if reply.tool_calls:
+        return "another call, " + ", ".join(c.name for c in reply.tool_calls)
+    return repr((reply.text or "")[:60])
 
 
 def _fix_for(error: ModelError) -> str:

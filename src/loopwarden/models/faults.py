@@ -3,13 +3,10 @@ to tell the user — in words they can act on and with no secret in them."""
 
 from __future__ import annotations
 
-import email.utils
-import random
 import re
-import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 
+from ..retry import is_retryable_status
+from ..retry import retry_after_seconds as retry_after_seconds  # one parser for the runtime: retry.py
 from .base import ModelError
 
 RETRYABLE_KINDS = frozenset({"rate_limited", "server_error", "timeout", "connection"})
@@ -19,6 +16,26 @@ _CONTEXT_WORDS = re.compile(
     r"reduce the length|exceeds? the (?:model'?s? )?(?:maximum|max)",
     re.IGNORECASE,
 )
+_INVALID_REQUEST = re.compile(
+    r"validation errors?\b|'loc'\s*:|\"loc\"\s*:|Input should be|Field required|field required|"
+    r"Extra inputs are not permitted|invalid_request_error|is not valid under any of the given schemas|"
+    r"value is not a valid|none is not an allowed value",
+    re.IGNORECASE,
+)
+_STRONG_INVALID = re.compile(
+    r"validation errors?\b|'loc'\s*:|\"loc\"\s*:|Input should be|Field required"
+    r"|'dict object' has no attribute|UndefinedError|is undefined",  # a chat template that met a field it needs
+    re.I,
+)
+_TEMPLATE_FIELD = re.compile(r"'dict object' has no attribute '(?P<field>\w+)'|'(?P<undefined>\w+)' is undefined")
+_LOC = re.compile(r"""['"]loc['"]\s*:\s*[(\[](?P<parts>[^)\]]*)[)\]]""")
+_MSG = re.compile(r"""['"]msg['"]\s*:\s*['"](?P<msg>[^'"]*)['"]""")
+_WINDOW = re.compile(
+    r"maximum context length is (\d+)|context window of (\d+)|n_ctx\D{0,10}(\d+)|context size \((\d+)\)"
+    r"|context length of (\d+)|max_model_len\D{0,10}(\d+)",
+    re.IGNORECASE,
+)
+_VALIDATOR_TAGS = re.compile(r"^(?:typed-dict|function-\w+.*|list\[.*|union\[.*|[A-Z]\w*(?:Message|Request)\w*)$")
 _KEY_LIKE = re.compile(r"\b(?:sk|key|api[_-]?key)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
 _BEARER = re.compile(r"(Bearer\s+)\S+", re.IGNORECASE)
 
@@ -41,11 +58,75 @@ def kind_of_status(status: int, detail: str) -> str:
         return "billing"
     if status == 404:
         return "model_not_found"
-    if status in (408, 409) or status >= 500:
-        return "timeout" if status == 408 else "server_error"
-    if status in (400, 413, 422) and _CONTEXT_WORDS.search(detail):
+    if status in (400, 413, 422, 500) and _CONTEXT_WORDS.search(detail):
         return "context_length"
+    strict_500 = status == 500 and _STRONG_INVALID.search(detail)
+    if strict_500 or (status in (400, 413, 422) and _INVALID_REQUEST.search(detail)):
+        # A server that validates requests strictly (llama-cpp-python answers a schema error
+        # with HTTP 500): the same request will fail the same way, so it is not retried.
+        return "invalid_request"
+    if is_retryable_status(status):  # the runtime's one set (retry.py): 408, 409, 425, 5xx
+        return "timeout" if status == 408 else "server_error"
     return "bad_request"
+
+
+def invalid_field(detail: str, param: str | None = None) -> str | None:
+    """The request field a validation error names: `messages[1].content` from a pydantic
+    `'loc': ('body', 'messages', 1, 'typed-dict', 'content')`, or an OpenAI-style `param`."""
+    if param:
+        return param
+    error = _telling_error(detail)
+    if error is not None:
+        return error[0]
+    template = _TEMPLATE_FIELD.search(detail)
+    if template is not None:
+        return f"{template['field'] or template['undefined']} (read by the server's chat template)"
+    return None
+
+
+def invalid_reason(detail: str) -> str | None:
+    error = _telling_error(detail)
+    if error is not None and error[1]:
+        return error[1]
+    match = _MSG.search(detail)
+    return match["msg"] if match else None
+
+
+def _telling_error(detail: str) -> tuple[str, str] | None:
+    """(field path, message) of the validation error that says what is wrong. A message that
+    fits none of a union's members (llama-cpp-python's message types) is reported once per
+    member: "role should be 'system'", "should be 'user'", ...; the telling one is the error
+    that is neither a role mismatch nor a field missing from another member."""
+    found: list[tuple[str, str, str, bool]] = []
+    for match in _LOC.finditer(detail):
+        parts = [p.strip().strip("'\"") for p in match["parts"].split(",")]
+        tagged = any(_VALIDATOR_TAGS.match(p) for p in parts if p)
+        path = ""
+        for part in parts:
+            if not part or part == "body" or _VALIDATOR_TAGS.match(part):
+                continue
+            path += f"[{part}]" if part.isdigit() else (f".{part}" if path else part)
+        around = detail[max(0, match.start() - 60) : match.end() + 200]
+        kind = re.search(r"""['"]type['"]\s*:\s*['"](\w+)['"]""", around)
+        message = _MSG.search(detail, match.end())
+        found.append((path, message["msg"] if message else "", kind.group(1) if kind else "", tagged))
+    if not found:
+        return None
+    telling = [
+        (path, msg)
+        for path, msg, kind, tagged in found
+        if path and not (tagged and (kind == "missing" or (kind == "literal_error" and path.endswith(".role"))))
+    ]
+    first = found[0]
+    return telling[0] if telling else (first[0], first[1])
+
+
+def context_window_in(detail: str) -> int | None:
+    """The context window an error message (or model listing) states, if it states one."""
+    match = _WINDOW.search(detail)
+    if match is None:
+        return None
+    return next(int(g) for g in match.groups() if g)
 
 
 def advice(kind: str, *, model: str, endpoint: str) -> str:
@@ -60,6 +141,8 @@ def advice(kind: str, *, model: str, endpoint: str) -> str:
         "context_length": f"the conversation is longer than {model!r} accepts: use a model with a longer context "
         "or give the agent less to read at once",
         "bad_request": f"the endpoint {endpoint} refused the request as invalid",
+        "invalid_request": f"the endpoint {endpoint} rejected the shape of the request (a compatibility "
+        "problem, not a transient error; not retried): `loopwarden doctor` finds the message shape it needs",
         "rate_limited": f"the endpoint {endpoint} kept rate-limiting the requests: wait, or lower concurrency",
         "server_error": f"the endpoint {endpoint} kept failing with server errors: try again later",
         "timeout": f"the endpoint {endpoint} did not answer in time: raise --timeout or try again later",
@@ -77,41 +160,3 @@ def model_error(
     status_text = f"HTTP {status}: " if status else ""
     message = redact(f"{told}{after} ({status_text}{detail.strip()[:500]})", secret)
     return ModelError(kind, message, retryable=kind in RETRYABLE_KINDS, status=status)
-
-
-def retry_after_seconds(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
-    """Seconds the server asked us to wait: `retry-after-ms`, or `Retry-After` as seconds or
-    as an HTTP date."""
-    if not headers:
-        return None
-    lowered = {k.lower(): v for k, v in headers.items()}
-    if (ms := lowered.get("retry-after-ms")) is not None:
-        try:
-            return max(float(ms) / 1000, 0.0)
-        except ValueError:
-            pass
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
-
-
-@dataclass(frozen=True)
-class Backoff:
-    base: float = 1.0
-    cap: float = 30.0
-
-    def delay(self, attempt: int, retry_after: float | None) -> float:
-        """Wait before retry number `attempt` (1-based): the server's Retry-After when given,
-        else exponential with full jitter; never more than the cap."""
-        if retry_after is not None:
-            return min(retry_after, self.cap)
-        return float(min(self.cap, self.base * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from itertools import count
@@ -35,6 +36,14 @@ def as_reply(item: ReplyLike, usage: Usage | None = None) -> ModelReply:
     raise TypeError(f"cannot turn {type(item).__name__} into a model reply")
 
 
+def streamed(reply: ModelReply, request: ModelRequest) -> ModelReply:
+    """Tell a streaming caller the reply text word by word, as a real client would in chunks."""
+    if request.on_text is not None and reply.text:
+        for piece in re.findall(r"\S+\s*|\s+", reply.text):
+            request.on_text(piece)
+    return reply
+
+
 def _fresh_id(tool_call: ToolCall) -> ToolCall:
     # A script may reuse one ToolCall object many times; each proposal needs its own id.
     return tool_call.model_copy(update={"id": f"call_{next(_call_ids)}"})
@@ -56,7 +65,7 @@ class ScriptedModel:
         item = self._replies.popleft()
         if isinstance(item, Exception):
             raise item
-        return as_reply(item, self._usage)
+        return streamed(as_reply(item, self._usage), request)
 
     @property
     def calls(self) -> int:
@@ -82,7 +91,7 @@ class FunctionModel:
             item = await item
         if isinstance(item, Exception):
             raise item
-        return as_reply(item, self._usage)
+        return streamed(as_reply(item, self._usage), request)
 
     @property
     def calls(self) -> int:

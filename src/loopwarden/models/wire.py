@@ -24,14 +24,24 @@ from .markup import LeakedMarkup, find_leaked_calls
 _THINK = re.compile(r"^\s*<think>(?P<reasoning>.*?)(?:</think>|\Z)\s*", re.DOTALL)
 
 
-def to_wire_messages(messages: list[Message], *, echo_reasoning: bool) -> list[Message]:
-    return [_wire_message(m, echo_reasoning) for m in messages]
+def to_wire_messages(
+    messages: list[Message], *, echo_reasoning: bool, tool_call_content: str = "empty"
+) -> list[Message]:
+    """`tool_call_content`: how an assistant turn with no text carries it — `empty` (""),
+    `omit` (no key) or `null`; strict servers reject null (llama-cpp-python: HTTP 500)."""
+    return [_wire_message(m, echo_reasoning, tool_call_content) for m in messages]
 
 
-def _wire_message(message: Message, echo_reasoning: bool) -> Message:
+def _wire_message(message: Message, echo_reasoning: bool, tool_call_content: str = "empty") -> Message:
     if message.get("role") != "assistant":
         return message
     wire = {k: v for k, v in message.items() if k not in ("reasoning_content", "reasoning")}
+    if not wire.get("content"):
+        wire.pop("content", None)
+        if tool_call_content == "null":
+            wire["content"] = None
+        elif tool_call_content == "empty" or not message.get("tool_calls"):
+            wire["content"] = ""  # a turn with neither text nor calls still needs its content
     if message.get("tool_calls"):
         wire["tool_calls"] = [_wire_tool_call(c) for c in message["tool_calls"]]
         if echo_reasoning:

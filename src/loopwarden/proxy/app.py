@@ -313,7 +313,7 @@ def _verdict_header(outcome: Outcome) -> str:
     if outcome.stopped:
         return f"stopped:{outcome.stop_reason}"
     actions = [v.action for v in outcome.verdicts]
-    return ",".join(actions) if actions else "allow"
+    return ",".join(actions) if actions else "allowed"
 
 
 def _upstream_error(error: UpstreamError) -> Response:

@@ -174,7 +174,7 @@ async def replay(
             events.append(event)
             data = event.model_dump(mode="json")
             kind = data.get("type")
-            if model.live_reply is not None and live_turn is None and kind == "model_call":
+            if model.live_reply is not None and live_turn is None and kind == "model_called":
                 live_turn, live_calls = data["turn"], len(model.live_reply.tool_calls)
             if live_turn is not None and kind == "guard_verdict" and data.get("call_id") and data["turn"] == live_turn:
                 verdicts.append(Verdict(data["call_id"], data.get("tool") or "", data["action"], data["reason"]))

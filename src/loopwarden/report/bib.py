@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from .latex import escape
+from .paths import real_name
 from .scan import ScanResult
 
 MAX_CHARS = 20_000
@@ -57,7 +58,7 @@ def collect_sources(root: Path, scan: ScanResult, *, reference_report: str | Non
     sources: list[Source] = []
     taken: set[str] = set()
     for entry in scan.files:
-        path = root / entry.path
+        path = root / real_name(entry.path)
         if entry.ext == "bib":
             sources += _bib_file_sources(path, entry.path, taken)
         elif entry.kind == "documents" and len(sources) < MAX_DOCUMENT_SOURCES:

@@ -16,6 +16,7 @@ from rich.table import Table
 from ..events import ApprovalDecided, Event, GuardVerdict
 from .approvals import NO_TERMINAL, DenyAll, TerminalGate
 from .events import Milestone, ReportFinished
+from .stage_tally import StageTally
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_DEGRADED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_CODES = {
@@ -155,10 +156,12 @@ async def _with_progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
     )
     task = None
+    tally = StageTally()
     if prompt is not None:
         prompt.live = progress  # the bar is stopped while a prompt is on screen
     with progress:
         async for event in events:  # type: ignore[attr-defined]
+            tally.add(event)
             if isinstance(event, Milestone):
                 if task is None:
                     task = progress.add_task("starting", total=event.total)
@@ -174,17 +177,20 @@ async def _with_progress(
             if isinstance(event, ReportFinished):
                 finished = event
     if finished is not None:
-        console.print(summary(finished, out_dir))
+        console.print(summary(finished, out_dir, tally))
     return finished
 
 
 def live_line(event: Event) -> str | None:
     """One line for what the user should see as it happens (guard verdicts, gaps, errors)."""
-    if isinstance(event, GuardVerdict) and event.action != "allow":
+    if isinstance(event, GuardVerdict) and event.action != "allowed":
         return f"  guard  {event.detector}: {event.action} {event.tool or ''} — {event.reason}"
     if isinstance(event, ApprovalDecided):
         verdict = "approved" if event.approved else "denied"
         return f"  {verdict}  {event.tool} {event.call_id}" + (f" — {event.reason}" if event.reason else "")
+    if event.type == "model_failed":
+        data = event.model_dump()
+        return f"  model error  {data.get('kind')}: {data.get('message')}"
     if event.type in LIVE_TYPES:
         data = event.model_dump()
         text = data.get("message") or data.get("problem") or ""
@@ -193,7 +199,7 @@ def live_line(event: Event) -> str | None:
     return None
 
 
-def summary(finished: ReportFinished, out_dir: Path) -> Table:
+def summary(finished: ReportFinished, out_dir: Path, tally: StageTally | None = None) -> Table:
     t = finished.totals
     table = Table(title=f"report {finished.status}", show_header=False, title_justify="left")
     table.add_column("what", style="bold")
@@ -201,6 +207,8 @@ def summary(finished: ReportFinished, out_dir: Path) -> Table:
     table.add_row("status", f"{finished.status}: {finished.message}")
     table.add_row("stop reasons", ", ".join(finished.stop_reasons) or "-")
     table.add_row("model calls", str(t.model_calls))
+    for stage, figures in tally.rows() if tally is not None else []:
+        table.add_row(f"  {stage}", figures)
     table.add_row("tool executions", str(t.tool_executions))
     table.add_row("tokens", f"{t.total_tokens} ({t.prompt_tokens} in, {t.completion_tokens} out)")
     table.add_row("duplicates avoided", str(t.duplicates_avoided))
@@ -210,6 +218,8 @@ def summary(finished: ReportFinished, out_dir: Path) -> Table:
         read = finished.coverage.get("read", 0) + finished.coverage.get("partial", 0)
         parts = ", ".join(f"{n} {status}" for status, n in sorted(finished.coverage.items()))
         table.add_row("files covered", f"{read} of {sum(finished.coverage.values())} ({parts})")
+    if finished.coverage_notes:
+        table.add_row("not read in full", "\n".join(finished.coverage_notes))
     for name, rel in finished.outputs.items():
         table.add_row(name, str(out_dir / rel))
     return table

@@ -1,11 +1,12 @@
 """Compiling the report with xelatex: twice, with the bibliography tool between, each pass under
-a timeout, in a private build folder. The PDF is moved into place only when a compile succeeds,
+a timeout, in a private build folder, contained (sandbox/texrun.py: TeX reads only the report's
+folder and the TeX installation, writes only the build folder; a refused open is a clear error).
+The PDF is moved into place only when a compile succeeds,
 so a failed compile never deletes (or overwrites) the last good PDF.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import shutil
@@ -13,8 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .plan import Toolchain
+from .sandbox.texrun import run_tex
 
 JOB = "report"
+BUILD_DIR = ".build"
+CHECK_DIR = "_check"
+"""The draft check's scratch folder; not a dot folder, since TeX's paranoid policy (openin_any=p)
+refuses to read a main file inside one."""
 _ERROR_LINE = re.compile(r"^! (?P<message>.*)$", re.MULTILINE)
 _LINE_NO = re.compile(r"^l\.(?P<line>\d+) ?(?P<context>.*)$", re.MULTILINE)
 _FILE_ERROR = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+): (?P<message>.*)$", re.MULTILINE)
@@ -69,22 +75,26 @@ def first_error(log: str) -> LatexError | None:
     )
 
 
-async def _run(argv: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = None) -> tuple[int, str]:
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=str(cwd),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env=env,
+async def _run(
+    argv: list[str], cwd: Path, timeout: float, *, readable: Path, writable: Path, env: dict[str, str] | None = None
+) -> tuple[int, str, list[str]]:
+    """(exit code or -1 on a timeout or limit, output, what TeX refused to open)."""
+    run = await run_tex(argv, cwd=cwd, readable=[readable], writable=writable, timeout=timeout, env=env)
+    refused = [f"read {p}" for p in run.refused_reads] + [f"write {p}" for p in run.refused_writes]
+    if run.timed_out:
+        return -1, f"timed out after {timeout:.0f}s", refused
+    if run.limit is not None:
+        return -1, "wrote more output than allowed and was stopped (output limit)", refused
+    return run.returncode, run.output, refused
+
+
+def refused_error(refused: list[str]) -> LatexError:
+    """A clear error for a document that tried to open files outside its folder."""
+    message = (
+        f"TeX refused to {'; '.join(refused)}: a report may read only files in its own folder and the TeX "
+        "installation, and write only its build folder (remove that \\input, \\include or \\openout)"
     )
-    try:
-        out, _ = await asyncio.wait_for(process.communicate(), timeout)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        return -1, f"timed out after {timeout:.0f}s"
-    return process.returncode or 0, out.decode("utf-8", errors="replace")
+    return LatexError(message)
 
 
 async def _xelatex(
@@ -96,10 +106,13 @@ async def _xelatex(
         "-interaction=nonstopmode",
         "-halt-on-error",
         "-file-line-error",
+        "-no-shell-escape",
         f"-output-directory={build}",
     ]
     argv += ["-no-pdf"] if no_pdf else []
-    code, output = await _run([*argv, f"{JOB}.tex"], tex_dir, timeout)
+    code, output, refused = await _run([*argv, f"{JOB}.tex"], tex_dir, timeout, readable=tex_dir, writable=build)
+    if refused:
+        return refused_error(refused)
     if code == -1:
         return LatexError(f"xelatex {output}")
     if code != 0:
@@ -110,16 +123,17 @@ async def _xelatex(
 
 async def _bibliography(tools: Toolchain, tex_dir: Path, build: Path, timeout: float) -> tuple[str | None, str | None]:
     """Run biber or bibtex if the document asked for one; (tool run, problem or None)."""
-    env = {**os.environ, "BIBINPUTS": f"{tex_dir}{os.pathsep}", "BSTINPUTS": f"{tex_dir}{os.pathsep}"}
+    env = {"BIBINPUTS": f"{tex_dir}{os.pathsep}", "BSTINPUTS": f"{tex_dir}{os.pathsep}"}
     if (build / f"{JOB}.bcf").exists():
         if tools.biber is None:
             return "biber", "biber is not installed"
-        code, output = await _run([tools.biber, f"--input-directory={tex_dir}", JOB], build, timeout, env)
+        argv = [tools.biber, f"--input-directory={tex_dir}", JOB]
+        code, output, _ = await _run(argv, build, timeout, readable=tex_dir, writable=build, env=env)
         return "biber", None if code == 0 else _tail(output)
     if "\\bibdata" in (_read(build / f"{JOB}.aux") or ""):
         if tools.bibtex is None:
             return "bibtex", "bibtex is not installed"
-        code, output = await _run([tools.bibtex, JOB], build, timeout, env)
+        code, output, _ = await _run([tools.bibtex, JOB], build, timeout, readable=tex_dir, writable=build, env=env)
         return "bibtex", None if code in (0, 1) else _tail(output)  # 1 = warnings only
     return None, None
 
@@ -129,7 +143,7 @@ async def compile_tex(tex_path: Path, tools: Toolchain, *, timeout: float = 180.
     if tools.xelatex is None:
         return CompileResult(ok=False, error=LatexError("xelatex is not installed"))
     tex_dir = tex_path.resolve().parent
-    build = tex_dir / ".build"
+    build = tex_dir / BUILD_DIR
     shutil.rmtree(build, ignore_errors=True)
     build.mkdir(parents=True)
     result = CompileResult(ok=False, log_path=build / f"{JOB}.log")
@@ -166,14 +180,16 @@ async def check_compiles(tex: str, workdir: Path, tools: Toolchain, *, timeout: 
     if tools.xelatex is None:
         return None
     workdir = workdir.resolve()
-    scratch = workdir / ".check"
+    scratch = workdir / CHECK_DIR
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     try:
         (scratch / f"{JOB}.tex").write_text(tex, encoding="utf-8")
         argv = [tools.xelatex, "-interaction=nonstopmode", "-halt-on-error", "-file-line-error", "-no-pdf"]
-        argv += [f"-output-directory={scratch.name}", f"{scratch.name}/{JOB}.tex"]
-        code, output = await _run(argv, workdir, timeout)
+        argv += ["-no-shell-escape", f"-output-directory={scratch}", str(scratch / f"{JOB}.tex")]
+        code, output, refused = await _run(argv, workdir, timeout, readable=workdir, writable=scratch)
+        if refused:
+            return refused_error(refused)
         if code == -1:
             return LatexError(f"xelatex {output}")
         if code != 0:

@@ -14,11 +14,12 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from ..errors import LoopwardenError
 from ..models.config import EndpointConfig
 from .templates import TemplateError, load_template
 
 
-class ReportInputError(ValueError):
+class ReportInputError(LoopwardenError, ValueError):
     """The request cannot be run; the message is one line for the user."""
 
     def __init__(self, message: str) -> None:

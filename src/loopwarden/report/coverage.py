@@ -3,9 +3,13 @@ Kept by the tools as they run (never by the model's say-so)."""
 
 from __future__ import annotations
 
-from .readers import ReadOutcome
-from .record import CoverageEntry, CoverageLedger, CoverageStatus
+from typing import TYPE_CHECKING
+
+from .record import CoverageEntry, CoverageLedger, CoverageStatus, FileGroupRecord
 from .scan import ScanResult
+
+if TYPE_CHECKING:
+    from .readers import ReadOutcome
 
 
 class CoverageTracker:
@@ -61,6 +65,23 @@ class CoverageTracker:
         else:
             self._set(entry, "read", f"read by {reader}")
 
+    def note_groups(self, groups: list[FileGroupRecord]) -> None:
+        """Members of a group that were not samples: not read, and the ledger says why."""
+        from .groups import pattern_of
+
+        by_pattern = {g.pattern: g for g in groups}
+        for path, entry in self._entries.items():
+            group = by_pattern.get(pattern_of(path)) if entry.status == "unread" and not entry.reason else None
+            if group is not None:
+                entry.reason = f"not read: one of {group.count} files like {group.pattern}; samples read instead"
+
+    def note_scan_skips(self, scan: ScanResult) -> None:
+        """What the scan left out for safety (a symlink out of the folder, a FIFO) is coverage too."""
+        for skipped in scan.skipped:
+            if skipped.reason == "hidden or VCS":
+                continue
+            self._set(self._entry(skipped.path), "skipped", skipped.reason)
+
     def note_skip(self, path: str, reason: str) -> None:
         entry = self._entry(path)
         if entry.status in ("unread", "skipped"):
@@ -83,3 +104,38 @@ def _covered(spans: list[tuple[int, int]]) -> int:
             total += stop - start
             end = stop
     return total
+
+
+_ORDER = {"skipped": 0, "partial": 1, "unread": 2, "read": 3}
+
+
+def ledger_rows(
+    ledger: CoverageLedger, groups: list[FileGroupRecord], limit: int = 60
+) -> tuple[list[tuple[str, str, str, str]], int]:
+    """The ledger condensed for a report: (file or group, status, amount read, note) rows.
+
+    A group of similar files is one row (how many read, how many not). Files not read in full
+    come first, so skipped, binary, partial and unreadable files are never cut off by the limit;
+    the second value is how many rows were left out."""
+    from .groups import pattern_of
+
+    by_pattern = {g.pattern: g for g in groups}
+    members: dict[str, list[CoverageEntry]] = {}
+    singles: list[CoverageEntry] = []
+    for entry in ledger.files:
+        pattern = pattern_of(entry.path) if by_pattern else ""
+        if pattern in by_pattern and entry.status in ("read", "unread"):
+            members.setdefault(pattern, []).append(entry)
+        else:
+            singles.append(entry)
+    rows: list[tuple[int, tuple[str, str, str, str]]] = []
+    for entry in singles:
+        amount = f"{entry.chars_read}/{entry.total_chars}" if entry.total_chars is not None else str(entry.chars_read)
+        rows.append((_ORDER.get(entry.status, 3), (entry.path, entry.status, amount, entry.reason)))
+    for pattern, entries in members.items():
+        read = sum(1 for e in entries if e.status == "read")
+        group = by_pattern[pattern]
+        note = f"group of {group.count} similar files; samples: {', '.join(group.samples)}"
+        rows.append((2, (pattern, "group", f"{read} of {len(entries)} files", note)))
+    rows.sort(key=lambda r: r[0])
+    return [r for _, r in rows[:limit]], max(0, len(rows) - limit)

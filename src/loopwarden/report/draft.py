@@ -15,8 +15,9 @@ from typing import Any
 
 from ..events import Event, EventStamper, ModelCalled, ModelFailed, Totals
 from ..guard.budget import Price
-from ..models.base import Message, Model, ModelError, ModelRequest
-from ..models.markup import has_markup
+from ..models.base import Message, Model, ModelError, ModelRequest, Usage
+from ..models.budget import estimate_text_tokens, estimate_tokens
+from ..models.markup import find_markup, has_markup
 from ..verify import Verifier, first_failure
 from .compile import check_compiles
 from .events import DraftFailed, DraftRejected
@@ -24,13 +25,13 @@ from .offline_writer import WriterInput, skeleton
 from .plan import Toolchain
 
 MAX_ATTEMPTS = 3
+STAGE_MAX_TOKENS = {"draft": 3072, "revision": 3072, "repair": 3072, "review": 768}
+"""The most a model may write per call, by stage: a weak model otherwise writes until the
+context is full, and a timed-out call keeps the server generating."""
+DRAFT_PROMPT_SHARE = 0.5
+"""Of the context window, what the draft's facts and skeleton may take (the rest is the reply)."""
 REINFORCEMENT = "You have no tools now; output the complete LaTeX source, from \\documentclass to \\end{document}."
 _FENCE = re.compile(r"```(?:latex|tex)?\s*\n(?P<body>.*?)```", re.DOTALL)
-_TOOL_MARKUP = re.compile(
-    r"</?\s*(?:tool_call|tool_calls|function_call|function_calls|invoke)\b[^>]*>"
-    r"|\"tool_calls\"\s*:|\"function\"\s*:\s*\{\s*\"name\"|<\|(?:tool|python_tag)",
-    re.IGNORECASE,
-)
 
 SYSTEM = (
     "You write scientific reports in LaTeX for xelatex. You are given the facts established by an "
@@ -43,9 +44,10 @@ SYSTEM = (
 
 
 def leak_problem(text: str) -> str | None:
-    """Tool-call markup (DSML, <tool_call>, tool_calls JSON) in what should be a document."""
-    if has_markup(text) or _TOOL_MARKUP.search(text):
-        return "the output contains tool-call markup instead of a LaTeX document"
+    """Tool-call markup (any format `models.markup` knows) in what should be a document."""
+    found = find_markup(text)
+    if found is not None:
+        return f"the output contains tool-call markup ({found[0]}) instead of a LaTeX document"
     return None
 
 
@@ -68,7 +70,7 @@ def extract_latex(text: str | None) -> str:
         text = fenced[0]
     start = text.find("\\documentclass")
     end = text.rfind("\\end{document}")
-    if start > 0 and not has_markup(text[:start]) and not _TOOL_MARKUP.search(text[:start]):
+    if start > 0 and not has_markup(text[:start]):
         text = text[start:]
         end = text.rfind("\\end{document}")
     if end != -1:
@@ -89,22 +91,27 @@ class Session:
     turn: int = 0
     prices: dict[str, Price] = field(default_factory=dict)
     """Known prices by model name, for the run's cost total."""
+    last_error: ModelError | None = None
 
-    async def ask(self, messages: list[Message]) -> tuple[str | None, list[Event]]:
-        """(text or None on a model error, events)."""
+    async def ask(self, messages: list[Message], stage: str = "draft") -> tuple[str | None, list[Event]]:
+        """(text or None on a model error, events). The reply is capped at the stage's
+        `max_tokens`; every request that reached the server is counted and priced."""
         self.turn += 1
+        self.last_error = None
         began = time.perf_counter()
+        request = ModelRequest(messages=messages, max_tokens=STAGE_MAX_TOKENS.get(stage))
         try:
-            reply = await self.model.complete(ModelRequest(messages=messages, tier="main"))
+            reply = await self.model.complete(request)
         except ModelError as error:
+            self.last_error = error
+            self._charge(error.attempts, error.usage)
             failed = self.stamp(
-                ModelFailed, turn=self.turn, kind=error.kind, message=error.message, retryable=error.retryable
+                ModelFailed,
+                turn=self.turn,
+                **error.event_fields(),
             )
             return None, [failed]
-        self.totals.model_calls += 1
-        self.totals.add_usage(reply.usage)
-        price = self.prices.get(reply.model or self.model.name) or self.prices.get(self.model.name)
-        self.totals.cost += price.cost(reply.usage) if price else 0.0
+        self._charge(reply.attempts, reply.usage)
         called = self.stamp(
             ModelCalled,
             turn=self.turn,
@@ -115,10 +122,30 @@ class Session:
             text=(reply.text or "")[:2000],
             n_tool_calls=len(reply.tool_calls),
             duration_ms=(time.perf_counter() - began) * 1000,
+            notes=reply.notes,
+            attempts=reply.attempts,
         )
         if reply.tool_calls and not reply.text:
             return "<tool_call>" + json.dumps([c.name for c in reply.tool_calls]) + "</tool_call>", [called]
         return reply.text, [called]
+
+    def _charge(self, attempts: int, usage: Usage) -> None:
+        self.totals.model_calls += attempts
+        self.totals.add_usage(usage)
+        price = self.prices.get(self.model.name)
+        self.totals.cost += price.cost(usage) if price else 0.0
+
+    def failure_text(self) -> str:
+        """What the last failed call was, for the stage's list of problems."""
+        error = self.last_error
+        if error is None:
+            return "the model call failed"
+        return f"the model call failed ({error.kind}): {error.message[:300]}"
+
+    def prompt_budget(self, share: float) -> int | None:
+        """Tokens this stage's material may take: a share of the model's context window."""
+        window = getattr(self.model, "context_window", None)
+        return int(window * share) if isinstance(window, int) else None
 
     async def problem_with(self, tex: str) -> str | None:
         problem = first_failure(DRAFT_VERIFIERS, tex)
@@ -142,12 +169,12 @@ async def latex_with_retries(
     """Ask until a reply is acceptable LaTeX; `outcome.tex` is None after `max_attempts` failures."""
     messages = list(messages)
     for attempt in range(1, max_attempts + 1):
-        text, events = await session.ask(messages)
+        text, events = await session.ask(messages, stage)
         for event in events:
             yield event
         if text is None:
             outcome.model_failed = True
-            outcome.problems.append("the model call failed")
+            outcome.problems.append(session.failure_text())
             return
         tex = extract_latex(text)
         problem = await session.problem_with(tex)
@@ -164,32 +191,41 @@ async def latex_with_retries(
 
 def failure_event(session: Session, stage: str, outcome: Outcome, fallback: str) -> Event:
     attempts = len(outcome.problems)
+    # Each attempt's own problem: "failed after 2 attempts" alone would hide that the second
+    # one was, say, a context_length refusal rather than another rejected draft.
+    each = "; ".join(f"{n}: {problem[:160]}" for n, problem in enumerate(outcome.problems, 1))
     return session.stamp(
         DraftFailed,
         stage=stage,
         attempts=attempts,
         problems=outcome.problems,
         fallback=fallback,
-        message=f"no acceptable {stage} after {attempts} attempt(s); {fallback}",
+        message=f"no acceptable {stage} after {attempts} attempt(s) ({each}); {fallback}",
     )
 
 
-def draft_messages(inp: WriterInput, source_keys: list[dict[str, Any]]) -> list[Message]:
-    facts = facts_for_model(inp, source_keys)
-    user = (
-        "Facts from the exploration (JSON):\n"
-        f"{json.dumps(facts, ensure_ascii=False, indent=1)}\n\n"
+def draft_messages(inp: WriterInput, source_keys: list[dict[str, Any]], budget: int | None = None) -> list[Message]:
+    """The draft request; with a `budget` (tokens for the whole prompt) the facts are cut down
+    by priority until it fits."""
+    frame = (
+        "Facts from the exploration (JSON):\n{facts}\n\n"
         f"Language of the report: {'Chinese' if inp.lang == 'zh' else 'English'}.\n"
         "LaTeX skeleton (keep its preamble; fill every section):\n"
         f"{skeleton(inp)}\n"
         "Output the complete LaTeX source only."
     )
+    room = None if budget is None else budget - estimate_tokens([{"content": SYSTEM}, {"content": frame}])
+    facts = facts_for_model(inp, source_keys, room)
+    user = frame.replace("{facts}", json.dumps(facts, ensure_ascii=False, indent=1), 1)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
-def facts_for_model(inp: WriterInput, source_keys: list[dict[str, Any]]) -> dict[str, Any]:
+def facts_for_model(inp: WriterInput, source_keys: list[dict[str, Any]], budget: int | None = None) -> dict[str, Any]:
+    """The facts a writer or reviewer gets. With a `budget` in tokens, material is dropped by
+    priority (least first: the file-by-file ledger, column summaries, source details, extra
+    tables, long notes) until the JSON fits; what was cut is said in `omitted`."""
     r = inp.record
-    return {
+    facts: dict[str, Any] = {
         "experiment": r.experiment,
         "goal": r.goal,
         "key_findings": r.key_findings,
@@ -211,3 +247,75 @@ def facts_for_model(inp: WriterInput, source_keys: list[dict[str, Any]]) -> dict
         "coverage": [e.model_dump() for e in r.coverage.files[:40]],
         "exploration_cut_off": r.stop_reason if r.degraded else None,
     }
+    if budget is None:
+        return facts
+    omitted: list[str] = []
+    for what, cut in _CUTS:
+        # Room for the note on what was omitted, which is added after.
+        if estimate_text_tokens(json.dumps(facts, ensure_ascii=False, indent=1)) + 60 <= budget:
+            break
+        cut(facts)
+        omitted.append(what)
+    if omitted:
+        facts["omitted"] = "to fit the model's context window: " + ", ".join(omitted)
+    return facts
+
+
+def _ledger_counts(facts: dict[str, Any]) -> None:
+    entries = facts["coverage"]
+    counts: dict[str, int] = {}
+    for entry in entries:
+        counts[str(entry.get("status"))] = counts.get(str(entry.get("status")), 0) + 1
+    unread = [e.get("path") for e in entries if e.get("status") not in ("read", "partial")]
+    facts["coverage"] = {"files_by_status": counts, "not_read": unread[:15]}
+
+
+def _clip_list(key: str, n: int, chars: int) -> Any:
+    def cut(facts: dict[str, Any]) -> None:
+        value = facts.get(key)
+        if isinstance(value, list):
+            facts[key] = [str(v)[:chars] if isinstance(v, str) else v for v in value[:n]]
+        elif isinstance(value, str):
+            facts[key] = value[: chars * n]
+
+    return cut
+
+
+def _tables(n: int, columns: int, summary: int) -> Any:
+    def cut(facts: dict[str, Any]) -> None:
+        facts["tables"] = [
+            {
+                **t,
+                "columns": t["columns"][:columns],
+                "numeric_summary": dict(list(t["numeric_summary"].items())[:summary]),
+            }
+            for t in facts["tables"][:n]
+        ]
+
+    return cut
+
+
+def _first(mapping: dict[str, Any], n: int) -> dict[str, Any]:
+    return dict(list(mapping.items())[:n])
+
+
+def _sources_short(facts: dict[str, Any]) -> None:
+    facts["sources"] = [{"key": s.get("key"), "title": str(s.get("title") or "")[:80]} for s in facts["sources"][:12]]
+
+
+def _long_notes(facts: dict[str, Any]) -> None:
+    _clip_list("methodology_notes", 1, 600)(facts)
+    _clip_list("assignment_requirements", 8, 200)(facts)
+
+
+_CUTS: list[tuple[str, Any]] = [
+    ("the file-by-file coverage ledger (counts kept)", _ledger_counts),
+    ("column summaries beyond the first 8", _tables(10, 20, 8)),
+    ("source details beyond key and title", _sources_short),
+    ("tables beyond the first 4", _tables(4, 12, 4)),
+    ("long notes", _long_notes),
+    ("findings beyond the first 12 (each clipped)", _clip_list("key_findings", 12, 240)),
+    ("table summaries", _tables(4, 8, 0)),
+    ("findings beyond the first 6", _clip_list("key_findings", 6, 200)),
+    ("gaps beyond the first 6", _clip_list("gaps", 6, 200)),
+]

@@ -1,5 +1,5 @@
-"""Report-run events: subclasses of `loopwarden.events.Event`, so `parse_event` reads them back
-once this module is imported. Each part of the report agent adds the classes it needs here."""
+"""Report-run events: subclasses of `loopwarden.events.Event`; `parse_report_event` reads them
+back (with the runtime's). Each part of the report agent adds the classes it needs here."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..events import Event, Totals
+from ..events import Event, Totals, parse_event
 from .record import ExplorationRecord
 
 MilestoneState = Literal["started", "done", "skipped"]
@@ -141,3 +141,25 @@ class ReportFinished(Event):
     message: str = ""
     coverage: dict[str, int] = Field(default_factory=dict)
     """Files of the data folder by coverage status (read, partial, skipped, unread)."""
+    coverage_notes: list[str] = Field(default_factory=list)
+    """Files not read in full and why (skipped, binary, partial, unreadable; groups read by samples)."""
+
+
+REPORT_EVENTS: tuple[type[Event], ...] = (
+    Milestone,
+    ScanDone,
+    IsolationProbed,
+    ExplorationCutOff,
+    FigureMade,
+    ExplorationDone,
+    GapFound,
+    DraftRejected,
+    DraftFailed,
+    ReflectionVerdict,
+    CitationsRemoved,
+    CompileError,
+    ReportFinished,
+)
+
+parse_report_event = parse_event.with_classes(REPORT_EVENTS)
+"""Reads a report run's events back: the runtime's and the report agent's, each into its class."""

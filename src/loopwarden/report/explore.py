@@ -18,6 +18,7 @@ from ..models.base import Model
 from .approvals import DenyAll, gate_code_tools
 from .events import ExplorationCutOff, ExplorationDone, IsolationProbed
 from .findings import cross_table_findings, strongest_correlations, table_findings, title_of
+from .groups import group_files
 from .readers.images import OcrReader
 from .record import ExplorationRecord
 from .sandbox.isolation import probe_isolation
@@ -26,6 +27,8 @@ from .scan import ScanResult
 from .tools import ExplorationContext, exploration_tools
 
 STEP_BUDGET = 20
+EXPLORE_MAX_TOKENS = 1024
+"""A tool turn needs a call, not an essay: a weak model otherwise writes until the context is full."""
 CUT_OFF_MESSAGE = "repeated identical tool call detected — exploration cut off, writing from what has been read"
 
 SYSTEM_PROMPT = """You are a careful data analyst. A user pointed you at a data folder whose file names and
@@ -37,9 +40,24 @@ findings that quote numbers from the data (ranges, trends, peaks, correlations).
 
 
 def exploration_prompt(scan: ScanResult, max_files: int = 150) -> str:
-    listing = "\n".join(f"- {f.path} ({f.kind}, {f.size} bytes)" for f in scan.files[:max_files])
-    more = f"\n... and {len(scan.files) - max_files} more files" if len(scan.files) > max_files else ""
-    return f"The data folder holds {scan.summary()}.\nFiles:\n{listing}{more}\n\nExplore it and finish the exploration."
+    """The listing, with similar files as one line per group (read their samples, not all)."""
+    groups = group_files(scan)
+    sizes = {f.path: f.size for f in scan.files} if len(scan.files) <= max_files else {}
+    lines = [
+        f"- {g.describe()}" if g.grouped else f"- {g.paths[0]} ({g.kind}, {sizes.get(g.paths[0], g.size)} bytes)"
+        for g in groups[:max_files]
+    ]
+    more = f"\n... and {len(groups) - max_files} more files or groups" if len(groups) > max_files else ""
+    hint = (
+        "\nGroups of similar files are listed once: read their samples, they stand for the group."
+        if any(g.grouped for g in groups)
+        else ""
+    )
+    listing = "\n".join(lines)
+    return (
+        f"The data folder holds {scan.summary()}.\nFiles:\n{listing}{more}{hint}\n\n"
+        "Explore it and finish the exploration."
+    )
 
 
 async def explore(
@@ -77,6 +95,7 @@ async def explore(
         policy="fail" if strict else "degrade",
         wrap_up=False,
         phase="exploration",
+        max_output_tokens=EXPLORE_MAX_TOKENS,
     )
     if approve_code and approvals is None:
         approvals = DenyAll()  # without a gate the agent would pause, and a report run cannot resume
@@ -88,9 +107,24 @@ async def explore(
             finished = event
         yield event
     stop_reason = finished.stop_reason if finished else "no_result"
+    groups = ctx.group_records()
+    ctx.coverage.note_groups(groups)
+    ctx.coverage.note_scan_skips(scan)
+    ledger = ctx.coverage.ledger()
+    unread = ledger.by_status("unread")
     if ctx.finished is not None:
-        record = ctx.finished
-        degraded = False
+        record = ctx.finished.model_copy(update={"unread_at_finish": unread})
+        read_any = bool(ledger.by_status("read") or ledger.by_status("partial"))
+        # Finishing with files unread is allowed (and said in the gaps and the Methods); finishing
+        # having read nothing at all leaves findings with nothing under them.
+        degraded = bool(ledger.files) and not read_any
+        if degraded:
+            stop_reason = "finished_without_reading"
+            message = (
+                f"finish_exploration was called with 0 of {len(ledger.files)} files read — "
+                "its findings rest on no file; writing from the scan"
+            )
+            yield stamper(ExplorationCutOff, stop_reason=stop_reason, message=message, strict=strict)
     else:
         record = fallback_record(ctx)
         if finished is not None and isinstance(finished.output, str) and finished.output.strip():
@@ -104,7 +138,8 @@ async def explore(
         update={
             "figures": sorted(ctx.figures, key=lambda f: f.path),
             "tables": [ctx.tables[path] for path in sorted(ctx.tables)],
-            "coverage": ctx.coverage.ledger(),
+            "coverage": ledger,
+            "groups": groups,
             "offline": bool(getattr(model, "offline", False)),
             "stop_reason": stop_reason,
             "degraded": degraded,

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .readers.tables import correlations
-from .record import TableProfile
+from .record import FileGroupRecord, TableProfile
 
 
 def numeric_columns(frame: pd.DataFrame) -> list[str]:
@@ -139,6 +139,22 @@ def cross_table_findings(frames: dict[str, pd.DataFrame]) -> list[str]:
                     f"Across {len(paths)} runs with columns {', '.join(columns)}, the maximum {y} is {listing}."
                 )
                 found.extend(_scaling(y, maxima))
+    return found
+
+
+def group_findings(groups: list[FileGroupRecord], frames: dict[str, pd.DataFrame]) -> list[str]:
+    """What a group of similar files is, from its samples: how many, which were read, columns."""
+    found = []
+    for group in groups:
+        read = [p for p in group.samples if p in frames]
+        text = f"{group.pattern}: {group.count} files with the same name pattern; {len(group.samples)} read as samples"
+        if read:
+            shapes = {tuple(str(c) for c in frames[p].columns) for p in read}
+            if len(shapes) == 1:
+                text += f", each with columns {', '.join(next(iter(shapes)))}"
+            else:
+                text += f", whose columns differ ({len(shapes)} different column sets)"
+        found.append(text + ".")
     return found
 
 

@@ -49,10 +49,16 @@ def find_gaps(template: Template, record: ExplorationRecord, scan: ScanResult, *
         gaps.append(Gap(kind="data", message="the template asks for data, but no data table was found in the folder"))
     gaps += _section_gaps(template, record, scan)
     gaps += _requirement_gaps(record)
-    unread = record.coverage.by_status("unread") + record.coverage.by_status("skipped")
+    # Members of a group of similar files stand behind its samples: the coverage table says so.
+    unread = [
+        e.path
+        for e in record.coverage.files
+        if e.status in ("unread", "skipped") and not e.reason.startswith("not read: one of")
+    ]
     if unread:
         listed = ", ".join(unread[:5]) + (" ..." if len(unread) > 5 else "")
-        gaps.append(Gap(kind="coverage", message=f"{len(unread)} file(s) were not read: {listed}"))
+        when = " when the exploration was finished" if record.unread_at_finish else ""
+        gaps.append(Gap(kind="coverage", message=f"{len(unread)} file(s) were not read{when}: {listed}"))
     return gaps
 
 

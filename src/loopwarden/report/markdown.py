@@ -69,8 +69,23 @@ def replace_command(text: str, name: str, render: Callable[[str], str]) -> str:
     return "".join(out)
 
 
+def _captions(body: str) -> str:
+    """Each \\caption{...} (braces balanced: escapes hold braces) as a CAPTION: row."""
+    out, pos = [], 0
+    while (at := body.find("\\caption{", pos)) != -1:
+        group = braced(body, at + len("\\caption"))
+        if group is None:
+            break
+        out += [body[pos:at], f"CAPTION:{group[0]}\\\\"]
+        pos = group[1]
+        rest = body[pos:].lstrip()
+        if rest.startswith("\\\\"):
+            pos = len(body) - len(rest) + 2
+    return "".join(out) + body[pos:]
+
+
 def _table(body: str) -> str:
-    body = re.sub(r"\\caption\{([^}]*)\}\s*(\\\\)?", r"CAPTION:\1\\\\", body)
+    body = _captions(body)
     body = _DROP_LINE.sub("", body)
     rows, caption = [], None
     for raw in re.split(r"\\\\(?:\[[^\]]*\])?", body):

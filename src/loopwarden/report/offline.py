@@ -20,6 +20,7 @@ from ..models.base import ModelReply, ModelRequest, ToolCall, Usage
 from .explore import STEP_BUDGET
 from .findings import (
     cross_table_findings,
+    group_findings,
     independent_column,
     numeric_columns,
     section,
@@ -28,6 +29,7 @@ from .findings import (
     table_findings,
     title_of,
 )
+from .groups import sampled_paths
 from .readers import TABLE_EXTS
 from .tools import ExplorationContext
 
@@ -82,11 +84,13 @@ class OfflineExplorer:
 
     def _plan(self, ctx: ExplorationContext) -> list[list[tuple[str, dict[str, Any]]]]:
         scan = ctx.scan
-        folders = sorted({f.path.rsplit("/", 1)[0] for f in scan.files if "/" in f.path})
-        documents = [f.path for f in scan.files if f.kind == "documents" or (f.kind == "other" and f.size < 1 << 20)]
-        tables = [f.path for f in scan.files if f.ext in TABLE_EXTS]
-        other_data = [f.path for f in scan.files if f.kind == "data" and f.ext not in TABLE_EXTS]
-        images = [f.path for f in scan.files if f.kind == "images"]
+        sampled = set(sampled_paths(ctx.groups))  # a group of similar files is read through samples
+        files = [f for f in scan.files if f.path in sampled]
+        folders = sorted({f.path.rsplit("/", 1)[0] for f in files if "/" in f.path})
+        documents = [f.path for f in files if f.kind == "documents" or (f.kind == "other" and f.size < 1 << 20)]
+        tables = [f.path for f in files if f.ext in TABLE_EXTS]
+        other_data = [f.path for f in files if f.kind == "data" and f.ext not in TABLE_EXTS]
+        images = [f.path for f in files if f.kind == "images"]
         batches: list[list[tuple[str, dict[str, Any]]]] = [
             [("list_dir", {"path": "."})] + [("list_dir", {"path": d}) for d in folders[:7]]
         ]
@@ -189,6 +193,7 @@ class OfflineExplorer:
         findings = [f"Offline exploration by the {OFFLINE_LABEL}: findings computed directly from the data."]
         findings += [f for path, frame in frames.items() for f in table_findings(path, frame, ctx.tables.get(path))]
         findings += cross_table_findings(frames) + strongest_correlations(frames)
+        findings += group_findings(ctx.group_records(), frames)
         # Sections are looked up per document, so one file's section never runs into the next file.
         requirements = [line for t in texts.values() for line in section(t, "assignment", "task", "requirement")]
         method = [line for t in texts.values() for line in section(t, "method", "procedure", "setup", "apparatus")]

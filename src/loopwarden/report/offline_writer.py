@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .bib import Source
+from .coverage import ledger_rows
 from .gap import Gap
+from .groups import pattern_of as _pattern
 from .latex import escape, format_number
 from .record import ExplorationRecord, FigureRecord, TableProfile
 from .scan import KINDS, ScanResult
@@ -52,11 +54,15 @@ TEXT: dict[str, dict[Lang, str]] = {
         "zh": "未发现要求与材料之间的缺口。",
     },
     "coverage_intro": {"en": "Coverage of the data folder:", "zh": "数据文件夹的覆盖情况："},
-    "methods_default": {
-        "en": "The folder was listed without reading contents, then explored file by file; tables were "
-        "summarised with descriptive statistics and figures were made from the data.",
-        "zh": "先在不读取内容的情况下列出文件夹，再逐个文件探索；数据表以描述性统计概括，并由数据生成图。",
+    "methods_done": {
+        "en": "The folder was listed without reading contents, then explored with tools: {read} of {total} "
+        "file(s) were read in full and {partial} in part; {tables} table(s) were summarised with descriptive "
+        "statistics; {figures} figure(s) were made from the data.",
+        "zh": "先在不读取内容的情况下列出文件夹，再用工具探索："
+        "{total} 个文件中 {read} 个完整读取、{partial} 个部分读取；"
+        "{tables} 个数据表以描述性统计概括；由数据生成了 {figures} 张图。",
     },
+    "methods_unread": {"en": "Not read: {paths}.", "zh": "未读取：{paths}。"},
     "degraded": {
         "en": "The exploration was cut off early ({reason}); the report rests on what was read.",
         "zh": "探索提前终止（{reason}）；本报告基于已读取的内容。",
@@ -67,6 +73,7 @@ TEXT: dict[str, dict[Lang, str]] = {
     "not_addressed": {"en": "not addressed by the material found (see the gaps)", "zh": "现有材料未能回应（见缺口）"},
     "see_results": {"en": "The findings are listed with the results above.", "zh": "各项发现已在上文结果中列出。"},
     "more_files": {"en": "... and {n} more files.", "zh": "……另有 {n} 个文件。"},
+    "group_of": {"en": "group of {n} similar files", "zh": "{n} 个相似文件"},
 }
 
 
@@ -153,19 +160,50 @@ def _data(inp: WriterInput) -> str:
     lines = [escape(t("inventory", lang, n=len(scan.files), size=_size(scan.total_size)))]
     rows = [[escape(kind), str(scan.counts.get(kind, 0))] for kind in KINDS if scan.counts.get(kind)]
     lines.append(_table([t("kind", lang), t("files", lang)], rows, "lr"))
-    listed = [[f"\\texttt{{{escape(f.path)}}}", escape(f.kind), _size(f.size)] for f in scan.files[:MAX_LISTED_FILES]]
+    groups = {g.pattern: g for g in inp.record.groups}
+    if groups:  # a big folder: one row per group of similar files, then the files on their own
+        listed = [
+            [f"\\texttt{{{escape(g.pattern)}}}", escape(t("group_of", lang, n=g.count)), _size(g.size)]
+            for g in inp.record.groups
+        ]
+        grouped = {p for g in inp.record.groups for p in [g.pattern]}
+        singles = [f for f in scan.files if _pattern(f.path) not in grouped]
+    else:
+        listed, singles = [], list(scan.files)
+    room = max(0, MAX_LISTED_FILES - len(listed))
+    listed += [[f"\\texttt{{{escape(f.path)}}}", escape(f.kind), _size(f.size)] for f in singles[:room]]
     lines.append(_longtable([t("file", lang), t("kind", lang), "Size"], listed, "p{0.55\\linewidth}ll"))
-    if len(scan.files) > MAX_LISTED_FILES:
-        lines.append(escape(t("more_files", lang, n=len(scan.files) - MAX_LISTED_FILES)))
+    if len(singles) > room:
+        lines.append(escape(t("more_files", lang, n=len(singles) - room)))
     if inp.sources:
         keys = ",".join(s.key for s in inp.sources)
         lines.append(f"{t('documents_cited', lang)} \\cite{{{keys}}}.")
     return "\n\n".join(lines)
 
 
+def _what_was_done(r: ExplorationRecord, lang: Lang) -> str:
+    """What the exploration actually read and made, from the tools' ledger (never the model's say-so)."""
+    ledger = r.coverage
+    done = t(
+        "methods_done",
+        lang,
+        read=len(ledger.by_status("read")),
+        partial=len(ledger.by_status("partial")),
+        total=len(ledger.files),
+        tables=len(r.tables),
+        figures=len(r.figures),
+    )
+    unread = ledger.by_status("unread")
+    if unread:
+        shown = ", ".join(unread[:8]) + (", ..." if len(unread) > 8 else "")
+        done += " " + t("methods_unread", lang, paths=shown)
+    return done
+
+
 def _methods(inp: WriterInput) -> str:
     r, lang = inp.record, inp.lang
-    parts = [escape(r.methodology_notes) if r.methodology_notes else escape(t("methods_default", lang))]
+    parts = [escape(r.methodology_notes)] if r.methodology_notes else []
+    parts.append(escape(_what_was_done(r, lang)))
     if r.tables:
         parts.append(escape(t("tables_profiled", lang)))
         items = [
@@ -220,17 +258,10 @@ def _limitations(inp: WriterInput) -> str:
     parts = [escape(t("gaps_intro", lang)) + "\n" + _itemize([g.message for g in inp.gaps])] if inp.gaps else []
     if not inp.gaps:
         parts.append(escape(t("no_gaps", lang)))
-    ledger = inp.record.coverage.files
-    if ledger:
-        rows = [
-            [
-                f"\\texttt{{{escape(e.path)}}}",
-                escape(e.status),
-                f"{e.chars_read}/{e.total_chars}" if e.total_chars is not None else str(e.chars_read),
-                escape(e.reason),
-            ]
-            for e in ledger[:MAX_LISTED_FILES]
-        ]
+    if inp.record.coverage.files:
+        condensed, left_out = ledger_rows(inp.record.coverage, inp.record.groups)
+        rows = [[f"\\texttt{{{escape(path)}}}", escape(status), escape(amount), escape(note)]
+                for path, status, amount, note in condensed]  # fmt: skip
         parts.append(escape(t("coverage_intro", lang)))
         parts.append(
             _longtable(
@@ -239,6 +270,8 @@ def _limitations(inp: WriterInput) -> str:
                 "p{0.4\\linewidth}llp{0.25\\linewidth}",
             )
         )
+        if left_out:
+            parts.append(escape(t("more_files", lang, n=left_out)))
     return "\n\n".join(parts)
 
 

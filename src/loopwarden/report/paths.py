@@ -12,6 +12,7 @@ Standard library only: the figure sandbox's child process loads this file direct
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path, PurePosixPath
 
@@ -43,6 +44,8 @@ class PathGuard:
             return PurePosixPath(".")
         if os.path.isabs(text) or text.startswith("~"):
             raise OutOfBounds("absolute path")
+        if not os.path.lexists(self.root / text) and (real := real_name(text)) != text:
+            text = real  # a name shown with \xNN for bytes that are not UTF-8
         resolved = Path(os.path.realpath(self.root / text))
         if not resolved.is_relative_to(self.root):
             raise OutOfBounds("resolves outside the root")
@@ -90,5 +93,47 @@ class PathGuard:
             raise
 
     def relative(self, path: str) -> str:
-        """The canonical relative posix path (for the coverage ledger); raises OutOfBounds."""
-        return self.check(path).as_posix()
+        """The canonical relative posix path, as shown (valid text); raises OutOfBounds."""
+        return shown_name(self.check(path).as_posix())
+
+
+# -- file names are bytes --------------------------------------------------------------------
+# POSIX file names are byte strings; Python hands undecodable bytes over as lone surrogates
+# ("caf\udce9"), which no JSON encoder, LaTeX engine or web page accepts. Everywhere a name
+# leaves the scan it is shown with each undecodable byte written as \xNN ("caf\xe9.csv"): valid
+# text, readable, and found again by `real_name`. The guard tries a name as given first, so a
+# file really called "a\x41" is still found under its own name.
+
+_ESCAPED = re.compile(r"(?:\\x[0-9a-fA-F]{2})+")
+
+
+def shown_name(name: str) -> str:
+    """`name` as valid text: undecodable bytes (surrogates) written as \\xNN."""
+    if name.isascii():
+        return name
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", errors="backslashreplace")
+
+
+def real_name(shown: str) -> str:
+    """The file-system name (surrogate-escaped str) a shown name stands for."""
+    if "\\x" not in shown:
+        return shown
+
+    def unescape(match: re.Match[str]) -> str:
+        raw = bytes(int(match.group(0)[i + 2 : i + 4], 16) for i in range(0, len(match.group(0)), 4))
+        return os.fsdecode(raw)
+
+    return _ESCAPED.sub(unescape, shown)
+
+
+def safe_text(text: str) -> str:
+    """Any text with lone surrogates replaced (\\xNN for undecodable bytes), safe for JSON."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="backslashreplace")

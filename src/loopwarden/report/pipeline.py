@@ -146,6 +146,7 @@ def _finished(ctx: Context, started: float, status: ReportStatus, message: str, 
         outputs=ctx.outputs(),
         message=message,
         coverage=ctx.coverage(),
+        coverage_notes=ctx.coverage_notes(),
     )
 
 

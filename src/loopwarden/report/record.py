@@ -41,6 +41,15 @@ class TableProfile(BaseModel):
     """What the reader had to decide (skipped metadata, generated names, non-numeric cells)."""
 
 
+class FileGroupRecord(BaseModel):
+    """Files whose paths differ only in their numbers, explored through a few samples."""
+
+    pattern: str
+    count: int
+    samples: list[str] = Field(default_factory=list)
+    size: int = 0
+
+
 class CoverageEntry(BaseModel):
     path: str
     status: CoverageStatus = "unread"
@@ -72,6 +81,10 @@ class ExplorationRecord(BaseModel):
     figures: list[FigureRecord] = Field(default_factory=list)
     tables: list[TableProfile] = Field(default_factory=list)
     coverage: CoverageLedger = Field(default_factory=CoverageLedger)
+    groups: list[FileGroupRecord] = Field(default_factory=list)
+    """Groups of similar files (5 or more); their members that are not samples were not read."""
     offline: bool = False
     stop_reason: str = ""
     degraded: bool = False
+    unread_at_finish: list[str] = Field(default_factory=list)
+    """Files no tool had read when the model called finish_exploration (allowed, and said)."""

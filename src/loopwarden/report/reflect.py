@@ -58,8 +58,14 @@ def change_fraction(before: str, after: str) -> float:
     return 1.0 - difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
-def review_messages(inp: WriterInput, tex: str, sources: list[dict[str, object]]) -> list[Message]:
-    facts = facts_for_model(inp, sources)
+REVIEW_FACTS_SHARE = 0.25
+"""Of the context window, what the facts may take in a review (the report itself is longer)."""
+
+
+def review_messages(
+    inp: WriterInput, tex: str, sources: list[dict[str, object]], budget: int | None = None
+) -> list[Message]:
+    facts = facts_for_model(inp, sources, budget)
     sections = [s.title_in(inp.lang) for s in inp.template.sections]
     checks = offline_review(inp, tex)
     found = [*checks.major_issues, *checks.minor_issues]
@@ -99,11 +105,11 @@ async def model_round(
     session: Session, inp: WriterInput, tex: str, sources: list[dict[str, object]], result: list[RoundResult]
 ) -> AsyncIterator[Event]:
     """One review + revision with the model; appends its RoundResult to `result`."""
-    review = review_messages(inp, tex, sources)
+    review = review_messages(inp, tex, sources, session.prompt_budget(REVIEW_FACTS_SHARE))
     verdict, text = None, None
     messages = list(review)
     for _ in range(2):  # one reminder for a verdict that is not the JSON asked for
-        text, events = await session.ask(messages)
+        text, events = await session.ask(messages, "review")
         for event in events:
             yield event
         verdict = parse_verdict(text)

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from .listing import FileEntry, FileList, Kind, collector_paused, extensions
+from .paths import shown_name
 
 __all__ = [
     "KINDS",
@@ -121,7 +122,7 @@ def scan_folder(root: Path) -> ScanResult:
     # Every part was built from typed values here: validating 100k entries again would cost more
     # than the walk itself.
     return ScanResult.model_construct(
-        root=real_root,
+        root=shown_name(real_root),
         files=FileList(paths, sizes, exts, kinds),
         counts=counts,
         sizes={k: by_kind[k] for k in KINDS},
@@ -187,8 +188,11 @@ def _list(
     names: list[str] = []
     sizes: list[int] = []
     folders: list[str] = []
+    real: dict[str, str] = {}
     for entry in entries:
-        name = entry.name
+        name = shown_name(entry.name)  # file names are bytes: undecodable ones are shown as \xNN
+        if name is not entry.name:
+            real[name] = entry.name
         if name[0] == "." or name in SKIPPED_DIRS:
             skipped.append(SkippedEntry(path=rel + name, reason="hidden or VCS"))
         elif entry.is_file(follow_symlinks=False):
@@ -202,7 +206,7 @@ def _list(
         elif entry.is_dir(follow_symlinks=False):
             folders.append(name + "/")
         elif entry.is_symlink():
-            link_size = _link_size(os.path.join(current, name), rel + name, real_root, skipped)
+            link_size = _link_size(os.path.join(current, entry.name), rel + name, real_root, skipped)
             if link_size is not None:
                 names.append(name)
                 sizes.append(link_size)
@@ -212,12 +216,15 @@ def _list(
     # file name holds a "/", so it sorts among its folder's files exactly where "d/" does. The
     # folder's files are cut at each subfolder's "d/"; the files before the first one are next
     # in order and go out now (a folder without subfolders never touches the stack).
+    if real:  # a shown name may sort elsewhere than the real one did
+        order = sorted(range(len(names)), key=names.__getitem__)
+        names, sizes = [names[i] for i in order], [sizes[i] for i in order]
     folders.sort()
     lo = bisect_left(names, folders[0]) if folders else len(names)
     out.add(rel, names[:lo], sizes[:lo])
     steps: list[_Step] = []
     for i, folder in enumerate(folders, 1):
-        steps.append((os.path.join(current, folder[:-1]), rel + folder, None, None))
+        steps.append((os.path.join(current, real.get(folder[:-1], folder[:-1])), rel + folder, None, None))
         hi = bisect_left(names, folders[i], lo) if i < len(folders) else len(names)
         if hi > lo:
             steps.append((current, rel, names[lo:hi], sizes[lo:hi]))

@@ -114,6 +114,17 @@ class Context:
             counts[entry.status] = counts.get(entry.status, 0) + 1
         return counts
 
+    def coverage_notes(self, limit: int = 20) -> list[str]:
+        """One line per file (or group) not read in full, for the summary: what and why."""
+        if self.record is None:
+            return []
+        from .coverage import ledger_rows
+
+        rows, left_out = ledger_rows(self.record.coverage, self.record.groups, limit=limit)
+        lines = [f"{path}: {status} ({note})" if note else f"{path}: {status}"
+                 for path, status, _, note in rows if status != "read"]  # fmt: skip
+        return lines + ([f"... and {left_out} more"] if left_out and lines else [])
+
     def final_status(self) -> tuple[ReportStatus, str]:
         if self.fatal is not None:
             return "failed", f"the run failed: {self.fatal}"

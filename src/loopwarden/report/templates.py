@@ -13,13 +13,15 @@ from typing import Any, Literal
 import jinja2
 from pydantic import BaseModel, Field, ValidationError
 
+from ..errors import LoopwardenError
+
 Lang = Literal["en", "zh"]
 BUILTIN_DIR = Path(__file__).parent / "templates"
 TEX_FILE = "report.tex.j2"
 SPEC_FILE = "template.toml"
 
 
-class TemplateError(Exception):
+class TemplateError(LoopwardenError):
     """A template that does not exist or cannot be read."""
 
 

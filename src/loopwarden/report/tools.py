@@ -17,10 +17,12 @@ from pydantic import Field
 from ..models.base import Model
 from ..tools import Tool, ToolResult, tool
 from .coverage import CoverageTracker
-from .paths import OUT_OF_BOUNDS, OutOfBounds, PathGuard
+from .groups import FileGroup, group_files
+from .hostpaths import scrub_host_paths
+from .paths import OUT_OF_BOUNDS, OutOfBounds, PathGuard, shown_name
 from .readers import FileReader
 from .readers.images import MAX_IMAGE_BYTES, OcrReader, read_image_bytes
-from .record import ExplorationRecord, FigureRecord, TableProfile
+from .record import ExplorationRecord, FigureRecord, FileGroupRecord, TableProfile
 from .sandbox.runner import FigureSandbox
 from .scan import IMAGE_EXTS, ScanResult, extension
 
@@ -44,15 +46,29 @@ class ExplorationContext:
     texts: dict[str, str] = field(default_factory=dict)
     """Text read per file (documents), for findings when the phase is cut off."""
     finished: ExplorationRecord | None = None
+    groups: list[FileGroup] = field(init=False)
+    """Similar files: a group of many is explored through its samples."""
 
     def __post_init__(self) -> None:
         self.guard = PathGuard(self.root)
         self.reader = FileReader(self.guard)
         self.coverage = CoverageTracker(self.scan)
+        self.groups = group_files(self.scan)
+
+    def group_records(self) -> list[FileGroupRecord]:
+        return [
+            FileGroupRecord(pattern=g.pattern, count=len(g.paths), samples=g.samples, size=g.size)
+            for g in self.groups
+            if g.grouped
+        ]
 
     @property
     def figures_enabled(self) -> bool:
         return self.sandbox.enabled
+
+    def scrub(self, text: str) -> str:
+        """An error text fit for the model: no absolute host paths."""
+        return scrub_host_paths(text, root=self.guard.root, out_dir=self.out_dir)
 
 
 def out_of_bounds(path: object) -> ToolResult:
@@ -79,7 +95,7 @@ def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
             return ToolResult.success("(empty folder)")
         return ToolResult.success("\n".join(lines))
 
-    @tool
+    @tool(blocking=True)  # a big PDF or spreadsheet takes seconds: always off the event loop
     def read_file(
         path: str,
         offset: Annotated[int, Field(ge=0)] = 0,
@@ -98,10 +114,11 @@ def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
             outcome = ctx.reader.read(path, offset, limit)
         except OutOfBounds:
             return out_of_bounds(path)
-        except Exception as error:  # a corrupt PDF, a malformed CSV: tell the model, keep going
+        except Exception as error:  # a corrupt PDF, a malformed CSV, a file gone: tell the model, keep going
             rel = _safe_rel(ctx, path)
-            ctx.coverage.note_skip(rel, f"unreadable: {type(error).__name__}: {error}"[:300])
-            return ToolResult.failure("unreadable", f"could not read {rel}: {type(error).__name__}: {error}"[:500])
+            reason = ctx.scrub(f"{type(error).__name__}: {error}")
+            ctx.coverage.note_skip(rel, f"unreadable: {reason}"[:300])
+            return ToolResult.failure("unreadable", f"could not read {rel}: {reason}"[:500])
         ctx.coverage.note_read(outcome)
         for profile in outcome.tables:
             ctx.tables[profile.path] = profile
@@ -122,16 +139,20 @@ def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
             fd = ctx.guard.open_file(path)
         except OutOfBounds:
             return out_of_bounds(path)
-        with os.fdopen(fd, "rb") as f:
-            data = f.read(MAX_IMAGE_BYTES + 1)
+        try:
+            with os.fdopen(fd, "rb") as f:
+                data = f.read(MAX_IMAGE_BYTES + 1)
+        except OSError as error:
+            return ToolResult.failure("unreadable", f"could not read {rel}: {ctx.scrub(str(error))}"[:500])
         if len(data) > MAX_IMAGE_BYTES:
             ctx.coverage.note_skip(rel, "image larger than 20 MB")
             return ToolResult.failure("too_large", f"{rel} is larger than {MAX_IMAGE_BYTES >> 20} MB; not read")
         try:
             reading = await read_image_bytes(rel, extension(rel), data, question, vision=ctx.vision, ocr=ctx.ocr)
         except Exception as error:  # the vision endpoint or OCR failed: the run goes on
-            ctx.coverage.note_skip(rel, f"image reader failed: {error}"[:300])
-            return ToolResult.failure("image_reader_failed", f"{rel}: {type(error).__name__}: {error}"[:500])
+            reason = ctx.scrub(f"{type(error).__name__}: {error}")
+            ctx.coverage.note_skip(rel, f"image reader failed: {reason}"[:300])
+            return ToolResult.failure("image_reader_failed", f"{rel}: {reason}"[:500])
         ctx.coverage.note_image(rel, reading.reader, len(reading.text))
         ctx.texts[rel] = reading.text
         return ToolResult.success(reading.text)
@@ -202,17 +223,21 @@ def _listing(fd: int) -> list[str]:
         for entry in sorted(entries, key=lambda e: e.name):
             if entry.name.startswith("."):
                 continue
+            name = shown_name(entry.name)
             if len(lines) >= MAX_LISTING:
                 lines.append("... (more entries not shown; list a sub-folder instead)")
                 break
-            info = entry.stat(follow_symlinks=False)
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:  # removed between listing and stat
+                continue
             if stat.S_ISDIR(info.st_mode):
-                lines.append(f"{entry.name}/")
+                lines.append(f"{name}/")
             elif stat.S_ISLNK(info.st_mode):
-                lines.append(f"{entry.name} (symlink)")
+                lines.append(f"{name} (symlink)")
             elif stat.S_ISREG(info.st_mode):
-                hint = " (image)" if extension(entry.name) in IMAGE_EXTS else ""
-                lines.append(f"{entry.name}  {info.st_size} bytes{hint}")
+                hint = " (image)" if extension(name) in IMAGE_EXTS else ""
+                lines.append(f"{name}  {info.st_size} bytes{hint}")
     return lines
 
 

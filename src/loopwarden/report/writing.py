@@ -13,7 +13,15 @@ from ..events import Event
 from ..models.base import Message
 from .bib import Source, bibtex_entries, check_citations, with_bibliography
 from .compile import compile_tex
-from .draft import REINFORCEMENT, Outcome, Session, draft_messages, failure_event, latex_with_retries
+from .draft import (
+    DRAFT_PROMPT_SHARE,
+    REINFORCEMENT,
+    Outcome,
+    Session,
+    draft_messages,
+    failure_event,
+    latex_with_retries,
+)
 from .events import CitationsRemoved, CompileError, ReflectionVerdict
 from .offline_writer import WriterInput, offline_report
 from .reflect import RoundResult, change_fraction, model_round, offline_review
@@ -55,7 +63,9 @@ async def draft(w: Writing) -> AsyncIterator[Event]:
         w.tex = offline_report(w.inp)
         return
     outcome = Outcome()
-    async for event in latex_with_retries(w.session, "draft", draft_messages(w.inp, w.sources_for_model), outcome):
+    budget = w.session.prompt_budget(DRAFT_PROMPT_SHARE)
+    messages = draft_messages(w.inp, w.sources_for_model, budget)
+    async for event in latex_with_retries(w.session, "draft", messages, outcome):
         yield event
     if outcome.tex is not None:
         w.tex, w.drafted_by = outcome.tex, w.session.model.name

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
@@ -19,6 +20,7 @@ from sse_starlette import EventSourceResponse
 from ..trace.store import RunRecord, RunStore, new_run_id
 from .artifacts import artifact_response, list_outputs
 from .docs import mount_docs
+from .errors import one_line_validation_error
 from .events import RunQueued
 from .jobs import ConfigBuilder, InvalidRun, Job, RunRequest, build_job_config, report_job
 from .runner import QueueFull, Runner
@@ -29,6 +31,7 @@ from .submissions import allowed_folders, read_submission, resolve_folder, unpac
 from .uploads import UploadRejected
 
 STATIC = Path(__file__).parent / "static"
+MAX_OFFSET = 2**62  # inside SQLite's INTEGER range
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
 
 
@@ -65,6 +68,7 @@ def create_app(
     app = FastAPI(title="loopwarden", summary="Report runs as a service", lifespan=lifespan, docs_url=None)
     app.state.settings, app.state.store, app.state.runner = settings, store, runner
     app.middleware("http")(security_headers)
+    app.exception_handler(RequestValidationError)(one_line_validation_error)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     mount_docs(app)
     api = [Depends(require_token)]
@@ -149,7 +153,9 @@ def create_app(
 
     @app.get("/api/runs", dependencies=api)
     def list_runs(
-        limit: int = Query(50, ge=1, le=500), offset: int = Query(0, ge=0), status: str | None = None
+        limit: int = Query(50, ge=1, le=500),
+        offset: int = Query(0, ge=0, le=MAX_OFFSET),
+        status: str | None = Query(None, max_length=64),
     ) -> list[RunRecord]:
         return store.list_runs(limit=limit, offset=offset, status=status)
 

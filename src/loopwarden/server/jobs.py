@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, SecretStr
 
+from ..errors import LoopwardenError
 from ..events import Event
 
 
@@ -52,7 +53,7 @@ class RunRequest(BaseModel):
         }
 
 
-class InvalidRun(ValueError):
+class InvalidRun(LoopwardenError, ValueError):
     """The run cannot start (bad folder, template, model settings): answered 400 at submission."""
 
 

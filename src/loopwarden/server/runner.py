@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ..approval import ApprovalGate
+from ..errors import LoopwardenError
 from ..events import ApprovalDecided, Event, EventStamper, Totals
 from ..report.events import ReportFinished
 from ..trace.store import FINAL_STATUSES, RunStatus, RunStore
@@ -28,7 +29,7 @@ _REPORT_STATUSES: dict[str, RunStatus] = {
 }
 
 
-class QueueFull(Exception):
+class QueueFull(LoopwardenError):
     def __init__(self, retry_after: int) -> None:
         super().__init__("too many runs are queued; retry later")
         self.retry_after = retry_after

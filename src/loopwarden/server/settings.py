@@ -8,6 +8,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, SecretStr
 
+from ..errors import LoopwardenError
+
 TOKEN_ENV = "LOOPWARDEN_TOKEN"
 
 
@@ -56,7 +58,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class InsecureBinding(ValueError):
+class InsecureBinding(LoopwardenError, ValueError):
     pass
 
 

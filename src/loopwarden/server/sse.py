@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import AsyncIterator
 
+from ..errors import LoopwardenError
 from ..trace.store import RunStore
 from .runner import RunSignals
 
@@ -20,7 +21,7 @@ BATCH = 200
 RETRY_MS = 1000
 
 
-class BadLastEventId(ValueError):
+class BadLastEventId(LoopwardenError, ValueError):
     def __init__(self, message: str, *, status: int = 400) -> None:
         super().__init__(message)
         self.status = status

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from ..errors import LoopwardenError
 from .settings import UploadLimits
 
 CHUNK = 64 * 1024
 
 
-class UploadRejected(ValueError):
+class UploadRejected(LoopwardenError, ValueError):
     def __init__(self, message: str, *, status: int = 400) -> None:
         super().__init__(message)
         self.status = status

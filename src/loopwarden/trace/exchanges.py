@@ -16,6 +16,7 @@ from typing import Any
 from ..models.base import Model, ModelError, ModelReply, ModelRequest
 from ..models.cassette import Cassette, Interaction, RecordedError
 from .store import RunStore
+from .writer import RunWriter
 
 
 def append_exchange(
@@ -33,31 +34,44 @@ def append_exchange(
     several models of one run, e.g. pipeline phases under one run id, never collide)."""
     data = request.model_dump(mode="json")
     data["messages"] = data["messages"][prefix:]
-    now = time.time()
     with store._write() as tx:
-        # A model call before the run's first event (none today) still has a run row to hang on.
-        tx.execute(
-            "INSERT OR IGNORE INTO runs (id, kind, status, created_at, updated_at)"
-            " VALUES (?, 'agent', 'running', ?, ?)",
-            (run_id, now, now),
+        return insert_exchange(
+            tx,
+            run_id,
+            model=model,
+            request_json=json.dumps(data, ensure_ascii=False),
+            reply_json=None if reply is None else reply.model_dump_json(),
+            error_json=None if error is None else error.model_dump_json(),
+            base=base,
+            prefix=prefix,
         )
-        row = tx.execute("SELECT COALESCE(MAX(n), 0) FROM model_exchanges WHERE run_id = ?", (run_id,)).fetchone()
-        n = int(row[0]) + 1
-        tx.execute(
-            "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run_id,
-                n,
-                base,
-                prefix,
-                model,
-                json.dumps(data, ensure_ascii=False),
-                None if reply is None else reply.model_dump_json(),
-                None if error is None else error.model_dump_json(),
-                now,
-            ),
-        )
+
+
+def insert_exchange(
+    tx: Any,
+    run_id: str,
+    *,
+    model: str,
+    request_json: str,
+    reply_json: str | None,
+    error_json: str | None,
+    base: int,
+    prefix: int,
+) -> int:
+    """Write one exchange row in the open transaction `tx`; returns its number."""
+    now = time.time()
+    # A model call before the run's first event (none today) still has a run row to hang on.
+    tx.execute(
+        "INSERT OR IGNORE INTO runs (id, kind, status, created_at, updated_at) VALUES (?, 'agent', 'running', ?, ?)",
+        (run_id, now, now),
+    )
+    row = tx.execute("SELECT COALESCE(MAX(n), 0) FROM model_exchanges WHERE run_id = ?", (run_id,)).fetchone()
+    n = int(row[0]) + 1
+    tx.execute(
+        "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (run_id, n, base, prefix, model, request_json, reply_json, error_json, now),
+    )
     return n
 
 
@@ -101,13 +115,17 @@ def cassette_for_run(store: RunStore, run_id: str) -> Cassette:
 
 
 class TracedModel:
-    """Passes each request to `inner` and commits the exchange to the store before the reply
-    goes on; one per run (it keeps the previous request to store only what was added)."""
+    """Passes each request to `inner` and keeps the exchange: with a `RunWriter` (Agent(trace=...)),
+    in the transaction of the run's next events, so it is durable before any of them is streamed;
+    alone, committed before the reply goes on. One per run: it stores only the messages added
+    since its previous request, and serialises nothing twice (the offered tools once per set)."""
 
-    def __init__(self, inner: Model, store: RunStore, run_id: str) -> None:
-        self.inner, self.store, self.run_id = inner, store, run_id
+    def __init__(self, inner: Model, store: RunStore, run_id: str, writer: RunWriter | None = None) -> None:
+        self.inner, self.store, self.run_id, self.writer = inner, store, run_id, writer
         self.name = inner.name
-        self._previous: tuple[int, list[Any]] = (0, [])
+        self._sent: list[Any] = []  # the previous request's messages
+        self._last_n = 0  # the number of this model's previous row
+        self._tools_json: dict[tuple[int, ...], tuple[list[Any], str]] = {}  # the lists kept: ids stay theirs
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         try:
@@ -116,29 +134,57 @@ class TracedModel:
             recorded = RecordedError(
                 kind=error.kind, message=error.message, retryable=error.retryable, status=error.status
             )
-            await asyncio.to_thread(self._keep, request, None, recorded)
+            await self._keep(request, None, recorded)
             raise
         except Exception as error:  # kept too: an unexpected failure is what a trace is read for
-            unexpected = RecordedError(kind=type(error).__name__, message=str(error))
-            await asyncio.to_thread(self._keep, request, None, unexpected)
+            await self._keep(request, None, RecordedError(kind=type(error).__name__, message=str(error)))
             raise
-        # Committed before the reply goes on, in a worker thread so the event loop never waits on SQLite.
-        await asyncio.to_thread(self._keep, request, reply, None)
+        await self._keep(request, reply, None)
         return reply
 
-    def _keep(self, request: ModelRequest, reply: ModelReply | None, error: RecordedError | None) -> None:
-        base, previous = self._previous
-        # Compared as JSON: the loop may change its message dicts after the request was sent.
-        messages: list[Any] = request.model_dump(mode="json")["messages"]
-        prefix = len(previous) if messages[: len(previous)] == previous else 0
-        n = append_exchange(
-            self.store,
-            self.run_id,
-            model=self.name,
-            request=request,
-            reply=reply,
-            error=error,
-            base=base if prefix else 0,
-            prefix=prefix,
+    async def _keep(self, request: ModelRequest, reply: ModelReply | None, error: RecordedError | None) -> None:
+        messages = list(request.messages)
+        # The runtime only appends to its history: when the previous request's messages lead
+        # this one (the same dicts, so the comparison is by identity first), store what was added.
+        shared = len(self._sent) if messages[: len(self._sent)] == self._sent else 0
+        self._sent = messages
+        request_json = self._request_json(request, messages[shared:])
+        reply_json = None if reply is None else reply.model_dump_json()
+        error_json = None if error is None else error.model_dump_json()
+
+        def write(tx: Any) -> None:
+            self._last_n = insert_exchange(
+                tx,
+                self.run_id,
+                model=self.name,
+                request_json=request_json,
+                reply_json=reply_json,
+                error_json=error_json,
+                base=self._last_n if shared else 0,
+                prefix=shared,
+            )
+
+        if self.writer is not None:
+            self.writer.add_rows(write)
+        else:  # in a worker thread, so the event loop never waits on SQLite
+
+            def commit() -> None:
+                with self.store._write() as tx:
+                    write(tx)
+
+            await asyncio.to_thread(commit)
+
+    def _request_json(self, request: ModelRequest, added: list[Any]) -> str:
+        key = tuple(map(id, request.tools))
+        kept = self._tools_json.get(key)
+        if kept is None:
+            if len(self._tools_json) >= 64:
+                self._tools_json.clear()
+            kept = self._tools_json[key] = (list(request.tools), json.dumps(request.tools, ensure_ascii=False))
+        tools = kept[1]
+        head = json.dumps(
+            {"messages": added, "tool_choice": request.tool_choice},
+            ensure_ascii=False,
+            default=str,
         )
-        self._previous = (n, messages)
+        return f'{head[:-1]}, "tools": {tools}}}'

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
+from ..errors import TraceFormatError as TraceFormatError  # its home is loopwarden.errors
 from ..events import Event, parse_event
 from .store import RunStore
 
@@ -29,10 +30,6 @@ def write_jsonl(events: Iterable[Event], path: Path) -> int:
         n = write_events(events, out)
     tmp.replace(path)
     return n
-
-
-class TraceFormatError(ValueError):
-    """A line of a trace file that is not an event; names the file and line."""
 
 
 def iter_jsonl(path: Path) -> Iterator[Event]:

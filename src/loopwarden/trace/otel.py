@@ -27,8 +27,8 @@ from ..events import (
     NudgeInjected,
     RunFinished,
     RunStarted,
+    ToolCallFinished,
     ToolCallProposed,
-    ToolResultEvent,
 )
 
 # GenAI semantic-convention attribute names (opentelemetry semconv, gen_ai.*).
@@ -85,7 +85,7 @@ class OtelTracer:
             self._model_failed(event)
         elif isinstance(event, ToolCallProposed):
             self._start_tool(event)
-        elif isinstance(event, ToolResultEvent):
+        elif isinstance(event, ToolCallFinished):
             self._end_tool(event)
         elif isinstance(event, GuardVerdict):
             self._verdict(event)
@@ -179,7 +179,7 @@ class OtelTracer:
         )
         self._tools[event.call_id] = (event, span)
 
-    def _end_tool(self, event: ToolResultEvent) -> None:
+    def _end_tool(self, event: ToolCallFinished) -> None:
         opened = self._tools.pop(event.call_id, None)
         if opened is None:
             return

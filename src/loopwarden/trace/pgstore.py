@@ -2,8 +2,9 @@
 (store.py), for runs shared by several processes or machines (`LOOPWARDEN_DATABASE_URL`).
 
 How the SQLite semantics carry over: writers serialise on one transaction-scoped advisory lock,
-as SQLite writers do under `BEGIN IMMEDIATE`, so "read last_seq, insert last_seq + 1" stays
-gap- and duplicate-free across processes; `REAL` columns become `DOUBLE PRECISION` (Postgres's
+as SQLite writers do under `BEGIN IMMEDIATE`, except event appends, which lock only their run's
+row, so "read last_seq, insert last_seq + 1" stays gap- and duplicate-free across processes
+while runs proceed in parallel; `REAL` columns become `DOUBLE PRECISION` (Postgres's
 `REAL` is four bytes, too coarse for timestamps); each committed event is announced with
 `NOTIFY loopwarden_events, '<run id>'` so API processes wake their SSE streams without polling.
 Needs `psycopg` (the `durable` extra), imported when a store is opened.
@@ -13,14 +14,15 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from ..events import Event
 from .migrations import MIGRATIONS, Migration
 from .records import StoredEvent
-from .store import RunStore
+from .store import RunNotFound, RunStore
 
 EVENTS_CHANNEL = "loopwarden_events"
 WRITE_LOCK = 0x6C77_7374  # one advisory lock for all writers of the store ("lwst")
@@ -128,9 +130,39 @@ class PostgresRunStore(RunStore):
             )
         return super().migrate(migrations)
 
+    @contextmanager
+    def _write_now(self) -> Iterator[Any]:
+        yield None  # every write may wait on the network: never on the event loop's thread
+
+    def append_events(
+        self, run_id: str, events: Sequence[Event], *, with_rows: Callable[[Any], None] | None = None, wait: bool = True
+    ) -> list[int] | None:
+        """Each event as `append_event` commits it (the run's row locked, so writers of other runs
+        do not wait), after the rows that go with them; never without waiting (wait=False: None)."""
+        if not wait:
+            return None
+        if with_rows is not None:
+            with self._write() as tx:
+                with_rows(tx)
+        return [self.append_event(run_id, event) for event in events]
+
     def append_event(self, run_id: str, event: Event) -> int:
-        seq = super().append_event(run_id, event)
-        self._connection().conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, run_id))
+        """As the SQLite store's, but runs do not wait for each other: the run's row is locked
+        (FOR UPDATE), not the whole store, and the notification goes out with the commit."""
+        conn = self._connection().conn
+        with conn.transaction():
+            row = conn.execute("SELECT last_seq FROM runs WHERE id = %s FOR UPDATE", (run_id,)).fetchone()
+            if row is None:
+                raise RunNotFound(run_id)
+            seq = int(row[0]) + 1
+            if event.seq != seq or event.run_id != run_id:
+                event = event.model_copy(update={"seq": seq, "run_id": run_id})
+            conn.execute(
+                "INSERT INTO events (run_id, seq, type, ts, data) VALUES (%s, %s, %s, %s, %s)",
+                (run_id, seq, event.type, event.ts, event.to_json()),
+            )
+            conn.execute("UPDATE runs SET last_seq = %s, updated_at = %s WHERE id = %s", (seq, time.time(), run_id))
+            conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, run_id))
         return seq
 
     def event_rows(self, run_id: str, after_seq: int = 0, *, limit: int | None = None) -> list[StoredEvent]:

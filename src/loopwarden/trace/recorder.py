@@ -1,53 +1,98 @@
-"""Keep every event of a run in the run store as it happens.
+"""Keep every event of a run in the run store, each committed before it is streamed.
 
     recorder = TraceRecorder(RunStore("runs.db"))
     async for event in recorder.record(agent.stream("question")):
         ...                                    # events pass through unchanged
 
+Events are committed in batches (trace/writer.py): the events a run tells before it next waits
+on anything (a model reply, a tool running in a thread, a person's approval) go to the store in
+one transaction, with the model exchanges of that stretch, and only then reach the consumer.
+So a consumer sees nothing the store does not have; a consumer that stops reading may leave in
+the store a few events it did not get to (the rest of that stretch, quick inline tools included).
+
 The run row is created at the first event and closed with the final status, stop reason and
-totals at `run_finished`; a stream that raises, is cancelled or is left unread leaves the run `failed` or
-`cancelled` with every event up to that point kept. Store writes run in a worker thread so
-the event loop never waits on SQLite.
+totals at `run_finished`; a stream that raises, is cancelled or is left unread leaves the run
+`failed` or `cancelled` with every event up to that point kept.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..events import Event, RunFinished, RunStarted
 from .store import RunStore
+from .writer import Rest, RunWriter, next_now
 
 
 class TraceRecorder:
-    def __init__(self, store: RunStore, *, kind: str = "agent", params: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        *,
+        kind: str = "agent",
+        params: dict[str, Any] | None = None,
+        writer: RunWriter | None = None,
+    ) -> None:
         self.store = store
         self.kind = kind
         self.params = dict(params or {})
+        self.writer = writer
+        """Shared with the run's TracedModel, so its exchanges join the events' transactions."""
+        self.on_done: Callable[[], object] | None = None
+        """Called once the recording has ended, however it ended."""
 
     async def record(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
-        run_id: str | None = None
+        writer: RunWriter | None = None
         finished = False
+        rest: Rest[Event] | None = None
         try:
-            async for event in events:
-                if run_id is None:
-                    run_id = event.run_id
+            while True:
+                try:
+                    event, rest = next_now(events)
+                    if rest is not None:  # the run waits: what it told so far goes out first
+                        if writer is not None:
+                            for ready in await writer.flush():
+                                yield ready
+                        waiting, rest = rest, None  # a cancellation from here on reaches it through the await
+                        event = await waiting
+                except StopAsyncIteration:
+                    break
+                assert event is not None
+                if writer is None:
+                    writer = self.writer or RunWriter(self.store, event.run_id)
+                    writer.run_id = event.run_id
                     await asyncio.to_thread(self._open, event)
-                await asyncio.to_thread(self.store.append_event, run_id, event)
+                writer.events.append(event)
                 if isinstance(event, RunFinished):
+                    ready_events = await writer.flush()
+                    await asyncio.to_thread(self._close, event)  # the run row says how it ended...
                     finished = True
-                    await asyncio.to_thread(self._close, event)
-                yield event
+                    for ready in ready_events:  # ...before anyone is told
+                        yield ready
+                elif writer.full:
+                    for ready in await writer.flush():
+                        yield ready
+            if writer is not None:
+                for ready in await writer.flush():
+                    yield ready
         except (asyncio.CancelledError, GeneratorExit):
             # GeneratorExit: the consumer stopped reading mid-run (break, aclose): the run ends there.
-            if run_id is not None and not finished:
-                self.store.set_status(run_id, "cancelled", message="the run was cancelled")
+            if rest is not None:
+                await rest.cancel()
+            if writer is not None and not finished:
+                writer.flush_now()
+                self.store.set_status(writer.run_id, "cancelled", message="the run was cancelled")
             raise
         except Exception as error:
-            if run_id is not None and not finished:
-                self.store.set_status(run_id, "failed", message=f"{type(error).__name__}: {error}")
+            if writer is not None and not finished:
+                writer.flush_now()
+                self.store.set_status(writer.run_id, "failed", message=f"{type(error).__name__}: {error}")
             raise
+        finally:
+            if self.on_done is not None:
+                self.on_done()
 
     def _open(self, first: Event) -> None:
         params = dict(self.params)

@@ -15,11 +15,12 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..errors import RunNotFound as RunNotFound  # its home is loopwarden.errors
 from ..events import Event
 from .migrations import MIGRATIONS, Migration
 from .records import (
@@ -48,10 +49,6 @@ __all__ = [
     "StoredEvent",
     "new_run_id",
 ]
-
-
-class RunNotFound(KeyError):
-    pass
 
 
 def new_run_id() -> str:
@@ -104,6 +101,32 @@ class RunStore:
     def _write(self) -> Iterator[sqlite3.Connection]:
         conn = self._connection()
         conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @contextmanager
+    def _write_now(self) -> Iterator[sqlite3.Connection | None]:
+        """A write transaction if no other writer holds the store this instant, else None (and
+        nothing waits): for the event loop's own thread, which must never wait on a lock. Its
+        connection leaves WAL checkpoints to the others (a checkpoint can take a while)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "now", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=0)
+            conn.row_factory = sqlite3.Row
+            for pragma in ("busy_timeout = 0", "synchronous = NORMAL", "foreign_keys = ON", "wal_autocheckpoint = 0"):
+                conn.execute(f"PRAGMA {pragma}")
+            self._local.now = conn
+            with self._lock:
+                self._connections.append(conn)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:  # database is locked: another writer has it
+            yield None
+            return
         try:
             yield conn
         except BaseException:
@@ -279,19 +302,23 @@ class RunStore:
         """Commit one event and return its sequence number. The store numbers events (last + 1)
         so a run's sequence has no gaps or duplicates whoever stamped the event; the stored JSON
         carries that number."""
-        with self._write() as tx:
-            row = tx.execute("SELECT last_seq FROM runs WHERE id = ?", (run_id,)).fetchone()
-            if row is None:
-                raise RunNotFound(run_id)
-            seq = int(row["last_seq"]) + 1
-            if event.seq != seq or event.run_id != run_id:
-                event = event.model_copy(update={"seq": seq, "run_id": run_id})
-            tx.execute(
-                "INSERT INTO events (run_id, seq, type, ts, data) VALUES (?, ?, ?, ?, ?)",
-                (run_id, seq, event.type, event.ts, event.to_json()),
-            )
-            tx.execute("UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ?", (seq, time.time(), run_id))
-        return seq
+        seqs = self.append_events(run_id, [event])
+        assert seqs is not None
+        return seqs[0]
+
+    def append_events(
+        self, run_id: str, events: Sequence[Event], *, with_rows: Callable[[Any], None] | None = None, wait: bool = True
+    ) -> list[int] | None:
+        """Commit events in one transaction, numbered as `append_event` does, after `with_rows(tx)`
+        (rows that go with them, such as model exchanges) in the same transaction. With
+        `wait=False` it writes only if no other writer holds the store this instant, and returns
+        None having written nothing otherwise."""
+        with self._write() if wait else self._write_now() as tx:
+            if tx is None:
+                return None
+            if with_rows is not None:
+                with_rows(tx)
+            return _insert_events(tx, run_id, events) if events else []
 
     def event_rows(self, run_id: str, after_seq: int = 0, *, limit: int | None = None) -> list[StoredEvent]:
         rows = self._connection().execute(
@@ -371,6 +398,23 @@ class RunStore:
             )
             decided = cursor.rowcount == 1
         return self.approval(run_id, call_id) if decided else None
+
+
+def _insert_events(tx: Any, run_id: str, events: Sequence[Event]) -> list[int]:
+    row = tx.execute("SELECT last_seq FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if row is None:
+        raise RunNotFound(run_id)
+    first = int(row["last_seq"]) + 1
+    for seq, event in enumerate(events, first):
+        if event.seq != seq or event.run_id != run_id:
+            event = event.model_copy(update={"seq": seq, "run_id": run_id})
+        tx.execute(
+            "INSERT INTO events (run_id, seq, type, ts, data) VALUES (?, ?, ?, ?, ?)",
+            (run_id, seq, event.type, event.ts, event.to_json()),
+        )
+    last = first + len(events) - 1
+    tx.execute("UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ?", (last, time.time(), run_id))
+    return list(range(first, last + 1))
 
 
 def _run_record(row: sqlite3.Row) -> RunRecord:

@@ -15,8 +15,8 @@ from ..events import (
     ModelCalled,
     RunFinished,
     RunStarted,
+    ToolCallFinished,
     ToolCallProposed,
-    ToolResultEvent,
     Totals,
 )
 
@@ -75,7 +75,7 @@ def _apply(summary: TraceSummary, calls: dict[str, CallSummary], event: Event) -
     elif isinstance(event, GuardVerdict):
         target = calls.get(event.call_id) if event.call_id else None
         (target.verdicts if target else summary.run_verdicts).append(f"{event.detector}:{event.action}")
-    elif isinstance(event, ToolResultEvent) and event.call_id in calls:
+    elif isinstance(event, ToolCallFinished) and event.call_id in calls:
         calls[event.call_id].status = "ok" if event.ok and not event.cached else _status(event)
     elif isinstance(event, RunFinished):
         summary.status, summary.stop_reason = event.status, event.stop_reason
@@ -84,7 +84,7 @@ def _apply(summary: TraceSummary, calls: dict[str, CallSummary], event: Event) -
         summary.intent = _str(getattr(event, "intent", None)) or summary.intent
 
 
-def _status(event: ToolResultEvent) -> str:
+def _status(event: ToolCallFinished) -> str:
     if event.cached:
         return "cached"
     return event.error_type or "error"

@@ -17,11 +17,13 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from ..errors import ConfigError
 from ..events import Event
 from ..models.base import Model
 from .exchanges import TracedModel
 from .recorder import TraceRecorder
 from .store import RunStore
+from .writer import RunWriter
 
 TRACE_DB_ENV = "LOOPWARDEN_TRACE_DB"
 
@@ -34,16 +36,27 @@ class Tracer:
 
     def __init__(self, store: RunStore | None = None, *, sink: EventSink | None = None, kind: str = "agent") -> None:
         if (store is None) == (sink is None):
-            raise ValueError("a Tracer needs exactly one of a store or a sink")
+            raise ConfigError("a Tracer needs exactly one of a store or a sink")
         self.store, self.sink, self.kind = store, sink, kind
+        self._writers: dict[str, RunWriter] = {}  # a run's, from model() until record() takes it
 
     def model(self, model: Model, run_id: str) -> Model:
-        """The model a run calls: with a store, every exchange is committed under `run_id`."""
-        return model if self.store is None else TracedModel(model, self.store, run_id)
+        """The model a run calls: with a store, every exchange is kept under `run_id`, committed
+        with the run's events when `record` is given the same run id."""
+        if self.store is None:
+            return model
+        writer = self._writers.get(run_id) or self._writers.setdefault(run_id, RunWriter(self.store, run_id))
+        return TracedModel(model, self.store, run_id, writer)  # every model of the run shares the run's writer
 
-    def record(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    def record(self, events: AsyncIterator[Event], run_id: str | None = None) -> AsyncIterator[Event]:
         if self.store is not None:
-            return TraceRecorder(self.store, kind=self.kind).record(events)
+            if run_id is None:
+                return TraceRecorder(self.store, kind=self.kind).record(events)
+            # The run's writer stays findable while it runs: a model handed to mid-run joins it.
+            writer = self._writers.setdefault(run_id, RunWriter(self.store, run_id))
+            recorder = TraceRecorder(self.store, kind=self.kind, writer=writer)
+            recorder.on_done = lambda: self._writers.pop(run_id, None)
+            return recorder.record(events)
         assert self.sink is not None
         return _to_sink(events, self.sink)
 
@@ -71,7 +84,7 @@ def resolve_trace(
     False is never traced (not even by the environment), a path opens (and migrates) a store."""
     if target is False or target is True:
         if target:
-            raise ValueError("trace=True names no store: give a path, a RunStore or a callable")
+            raise ConfigError("trace=True names no store: give a path, a RunStore or a callable")
         return False
     if target is None:
         path = (os.environ if environ is None else environ).get(TRACE_DB_ENV, "").strip()
@@ -93,7 +106,7 @@ def open_store(path: str, where: str) -> RunStore:
     try:
         return RunStore(Path(path).expanduser())
     except Exception as error:  # sqlite3.Error, OSError: either way the setting is wrong
-        raise ValueError(f"{where}: cannot open a run store at {path!r}: {error}") from error
+        raise ConfigError(f"{where}: cannot open a run store at {path!r}: {error}") from error
 
 
 def default_trace_db(environ: Mapping[str, str] | None = None) -> Path:

@@ -1,7 +1,8 @@
 """The trusted bootstrap of the figure child process: `python -I child.py`, config as JSON on
-stdin, one JSON status line on stdout. It sets resource limits, imports the plotting stack,
-locks itself in (Landlock + seccomp, as configured), then runs the model's code with only
-`load(path)` for data, and saves the current figure itself. Standard library + the plotting
+stdin, one JSON status line on a pipe only the parent reads (`status_fd`, with the run's nonce).
+It sets resource limits, imports the plotting stack, locks itself in (Landlock + seccomp, as
+configured), then runs the model's code with only `load(path)` for data, and saves the current
+figure itself. Standard library + the plotting
 stack only: it never imports loopwarden (it loads two stdlib-only modules by file path)."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import resource
 import sys
 import traceback
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 ALLOWED_IMPORTS = ("matplotlib", "numpy", "pandas", "math", "statistics")
 
@@ -101,11 +102,21 @@ def _isolate(config: dict[str, Any]) -> None:
     if config.get("landlock_abi"):
         oslayers.apply_landlock(config["read_only"], config["read_write"], config["landlock_abi"])
     if config.get("seccomp"):
-        oslayers.apply_seccomp()
+        oslayers.apply_seccomp("figure")
+
+
+def _report(config: dict[str, Any], status: dict[str, Any]) -> NoReturn:
+    """Write the one status line to the parent's channel, then leave at once: no atexit hook,
+    `__del__` or lingering thread of the figure code runs after it (os._exit). The parent
+    accepts exactly one line carrying this run's nonce, so an earlier or extra write on the
+    channel (the figure code can find the fd) makes the run fail instead of succeed."""
+    line = json.dumps({**status, "nonce": config["nonce"]}, default=str) + "\n"
+    os.write(config["status_fd"], line.encode())
+    os.close(config["status_fd"])
+    os._exit(0)
 
 
 def main() -> int:
-    out = os.fdopen(os.dup(1), "w")
     config = json.loads(sys.stdin.read())
     os.chdir(config["workdir"])
     status: dict[str, Any]
@@ -115,9 +126,7 @@ def main() -> int:
         guard = _load_module("_lw_paths", config["paths_module"]).PathGuard(config["data_root"])
         _isolate(config)
     except Exception as error:
-        status = {"ok": False, "error_type": "sandbox_setup", "message": f"{type(error).__name__}: {error}"}
-        out.write(json.dumps(status) + "\n")
-        return 2
+        _report(config, {"ok": False, "error_type": "sandbox_setup", "message": f"{type(error).__name__}: {error}"})
     namespace: dict[str, Any] = {"__builtins__": _restricted_builtins(), "load": _make_load(guard, stack["pd"])}
     namespace.update(stack)
     captured = io.StringIO()
@@ -135,8 +144,7 @@ def main() -> int:
     except BaseException as error:
         status = {"ok": False, "error_type": type(error).__name__, "message": _short_traceback(error)}
     status["output"] = captured.getvalue()[-2000:]
-    out.write(json.dumps(status, default=str) + "\n")
-    out.flush()
+    _report(config, status)
     return 0
 
 

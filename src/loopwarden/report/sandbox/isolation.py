@@ -30,11 +30,22 @@ class Isolation:
     def isolated(self) -> bool:
         return self.layer != "none"
 
+    @property
+    def signal_containment(self) -> str:
+        """What keeps the child's signals (and tracing) from reaching processes outside it."""
+        if self.layer == "landlock+seccomp":
+            scoped = self.landlock_abi is not None and self.landlock_abi >= 6
+            return "Landlock signal scope + seccomp allowlist" if scoped else "seccomp allowlist"
+        if self.layer.startswith("bwrap"):
+            return "bubblewrap PID namespace" + (" + seccomp allowlist" if self.seccomp else "")
+        return "none"
+
     def describe(self) -> str:
         landlock = f"Landlock ABI {self.landlock_abi}" if self.landlock_abi else "no Landlock"
         seccomp = "seccomp" if self.seccomp else "no seccomp"
         bwrap = "bubblewrap" if self.bwrap else "no bubblewrap"
-        return f"{landlock}, {seccomp}, {bwrap}: figure isolation layer = {self.layer}"
+        layers = f"{landlock}, {seccomp}, {bwrap}: figure isolation layer = {self.layer}"
+        return f"{layers}; signals contained by {self.signal_containment}"
 
 
 def probe_bwrap() -> str | None:

@@ -10,13 +10,12 @@ it is a regular PNG, and never unpickles anything from the child.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
-import signal
 import stat
 import sys
 import sysconfig
@@ -28,6 +27,8 @@ from .. import paths as paths_module
 from . import child as child_module
 from . import oslayers as oslayers_module
 from .isolation import Isolation
+from .process import ChildResult, ChildSpec, run_child, signal_name
+from .staging import StagingWatch
 from .static import check_code
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -41,6 +42,11 @@ class Limits:
     file_bytes: int = 50 << 20
     open_files: int = 256
     wall_seconds: float = 60.0
+    output_bytes: int = 16 << 20
+    """stdout + stderr the child may write (read as it comes, mostly discarded) before it is killed."""
+    staging_bytes: int = 200 << 20
+    """Total bytes the figure's staging folder may hold (each file is also capped by file_bytes)."""
+    staging_files: int = 2000
 
 
 @dataclass
@@ -120,7 +126,7 @@ class FigureSandbox:
             "open_files": limits.open_files,
             "landlock_abi": self.isolation.landlock_abi if self.layer == "landlock+seccomp" else None,
             "seccomp": self.isolation.seccomp and self.layer != "rlimits-only",
-            "read_only": [*_python_paths(), str(self.data_root), "/usr/share/fonts", "/usr/share/matplotlib"],
+            "read_only": [*python_paths(), str(self.data_root), "/usr/share/fonts", "/usr/share/matplotlib"],
             "read_write": [str(staging), "/dev/null"],
         }
 
@@ -130,7 +136,7 @@ class FigureSandbox:
             return python
         assert self.isolation.bwrap is not None
         argv = [self.isolation.bwrap, "--unshare-all", "--die-with-parent", "--proc", "/proc", "--dev", "/dev"]
-        for path in ["/usr", "/lib", "/lib64", "/bin", "/etc/fonts", *_python_paths()]:
+        for path in ["/usr", "/lib", "/lib64", "/bin", "/etc/fonts", *python_paths()]:
             argv += ["--ro-bind-try", path, path]
         argv += ["--ro-bind", str(self.data_root), str(self.data_root)]
         argv += ["--ro-bind", str(Path(paths_module.__file__).parent), str(Path(paths_module.__file__).parent)]
@@ -145,37 +151,61 @@ class FigureSandbox:
             "OMP_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
         }
-        process = await asyncio.create_subprocess_exec(
-            *self._argv(staging),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        nonce = secrets.token_hex(16)
+        config = self._config(code, staging)
+        limits = self.limits
+        spec = ChildSpec(
+            argv=self._argv(staging),
             env=env,
             cwd=str(staging / "work"),
-            start_new_session=True,
+            wall_seconds=limits.wall_seconds,
+            output_cap=limits.output_bytes,
+            status_channel=True,
+            watcher=StagingWatch(staging, limits.staging_bytes, limits.staging_files).check,
         )
-        payload = json.dumps(self._config(code, staging)).encode()
-        timed_out = False
-        try:
-            async with asyncio.timeout(self.limits.wall_seconds):
-                stdout, stderr = await process.communicate(payload)
-        except TimeoutError:
-            timed_out = True
-            stdout, stderr = b"", b""
-        finally:
-            gone = await _kill_group(process)
-        if timed_out:
-            message = f"the figure code was stopped after {self.limits.wall_seconds:g} s (wall-clock limit)"
+        result = await run_child(spec, lambda fd: json.dumps({**config, "status_fd": fd, "nonce": nonce}).encode())
+        outcome = self._judge(result, nonce, staging)
+        if outcome is None:
+            status = _status(result, nonce)
+            assert status is not None
+            outcome = self._collect(staging / "figure.png", filename, str(status.get("output", "")), result.pgid_gone)
+        outcome.message = self._scrub(outcome.message, staging)
+        outcome.output = self._scrub(outcome.output, staging)
+        return outcome
+
+    def _judge(self, result: ChildResult, nonce: str, staging: Path) -> FigureOutcome | None:
+        """The parent's own verdict on a finished child; None when it may have drawn a figure."""
+        gone, limits = result.pgid_gone, self.limits
+        if result.timed_out:
+            message = f"the figure code was stopped after {limits.wall_seconds:g} s (wall-clock limit)"
             return FigureOutcome(False, message, "timeout", pgid_gone=gone)
-        status = _last_json_line(stdout)
+        # A staging breach found only now (between two looks of the watcher) is still a breach.
+        limit = result.limit or StagingWatch(staging, limits.staging_bytes, limits.staging_files).check()
+        if limit is not None:
+            return FigureOutcome(False, _limit_message(limit, limits), "resource_limit", pgid_gone=gone)
+        died = signal_name(result.returncode)
+        if died == "SIGSYS":
+            return FigureOutcome(False, DENIED_MESSAGE, "denied_operation", pgid_gone=gone)
+        status = _status(result, nonce)
         if status is None:
-            return FigureOutcome(False, _died(process.returncode, stderr), "crashed", pgid_gone=gone)
+            if result.status.total:  # something was written on the channel, but not one honest line
+                message = "the figure run's status channel was tampered with; the figure is refused"
+                return FigureOutcome(False, message, "status_forged", pgid_gone=gone)
+            return FigureOutcome(False, _died(result), "crashed", pgid_gone=gone)
+        if result.returncode != 0:
+            return FigureOutcome(False, _died(result), "crashed", pgid_gone=gone)
         if not status.get("ok"):
             message = str(status.get("message", "the figure code failed"))
-            return FigureOutcome(
-                False, message, str(status.get("error_type")), output=str(status.get("output", "")), pgid_gone=gone
-            )
-        return self._collect(staging / "figure.png", filename, str(status.get("output", "")), gone)
+            output = str(status.get("output", ""))
+            return FigureOutcome(False, message, str(status.get("error_type")), output=output, pgid_gone=gone)
+        return None
+
+    def _scrub(self, text: str, staging: Path) -> str:
+        """Host paths of the sandbox never reach the model: the working folder is `.`, the data
+        folder is the data root the model's paths are relative to."""
+        for path, shown in ((staging / "work", "."), (staging, "<sandbox>"), (self.data_root, "<data>")):
+            text = text.replace(f"{path}/", f"{shown}/" if shown != "." else "").replace(str(path), shown)
+        return text.replace(str(self.out_dir), "<output>")
 
     def _collect(self, produced: Path, filename: str, output: str, gone: bool) -> FigureOutcome:
         """Read back only the named file: a regular file (no link), PNG, bounded size."""
@@ -196,57 +226,39 @@ class FigureSandbox:
         return FigureOutcome(True, f"figure saved as {rel}", path=rel, output=output, pgid_gone=gone)
 
 
-async def _kill_group(process: asyncio.subprocess.Process) -> bool:
-    """Kill whatever is left of the child's process group; True when the group is gone."""
-    pgid = process.pid
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        await process.wait()
-    for _ in range(100):
-        if not _live_members(pgid):
-            return True
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
-        await asyncio.sleep(0.02)
-    return False
+DENIED_MESSAGE = (
+    "the figure code attempted a forbidden operation (a signal to another process, process tracing, "
+    "or a namespace, mount, keyring, BPF or io_uring call) and was stopped"
+)
 
 
-def _live_members(pgid: int) -> list[int]:
-    """Processes of the group that still run. Zombies (dead, waiting for a parent that is not
-    ours to reap them, e.g. after bubblewrap's PID namespace) do not count."""
+def _status(result: ChildResult, nonce: str) -> dict[str, Any] | None:
+    """The bootstrap's report: exactly one JSON line on the status channel, with this run's nonce."""
+    if result.status.total > result.status.keep:
+        return None
+    raw = result.status.text()
+    if raw.count("\n") != 1 or not raw.endswith("\n"):
+        return None
     try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return []
-    except PermissionError:
-        pass
-    live = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            live.append(int(entry))
-    return live
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or not secrets.compare_digest(str(value.pop("nonce", "")), nonce):
+        return None
+    return value
 
 
-def _last_json_line(stdout: bytes) -> dict[str, Any] | None:
-    for line in reversed(stdout.decode("utf-8", errors="replace").splitlines()):
-        with contextlib.suppress(json.JSONDecodeError):
-            value = json.loads(line)
-            if isinstance(value, dict):
-                return value
-    return None
+def _limit_message(limit: str, limits: Limits) -> str:
+    if limit == "output":
+        return f"the figure code wrote more than {limits.output_bytes} bytes of output and was stopped (output limit)"
+    if limit == "status":
+        return "the figure code flooded the sandbox's status channel and was stopped"
+    return f"the figure code {limit} and was stopped (staging limit)"
 
 
-def _died(returncode: int | None, stderr: bytes) -> str:
-    if returncode is not None and returncode < 0:
-        name = signal.Signals(-returncode).name
+def _died(result: ChildResult) -> str:
+    name = signal_name(result.returncode)
+    if name is not None:
         reason = {
             "SIGXCPU": "CPU time limit",
             "SIGXFSZ": "file size limit",
@@ -254,11 +266,11 @@ def _died(returncode: int | None, stderr: bytes) -> str:
             "SIGSYS": "forbidden system call",
         }.get(name, name)
         return f"the figure process died ({reason})"
-    tail = stderr.decode("utf-8", errors="replace").strip().splitlines()[-3:]
-    return f"the figure process exited with code {returncode}: {' / '.join(tail)}"
+    tail = result.stderr.text().strip().splitlines()[-3:]
+    return f"the figure process exited with code {result.returncode}: {' / '.join(tail)}"
 
 
-def _python_paths() -> list[str]:
+def python_paths() -> list[str]:
     found = {sys.prefix, sys.base_prefix, sys.exec_prefix}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         with contextlib.suppress(KeyError):

@@ -274,11 +274,11 @@ function summary(e) {
   switch (e.type) {
     case "run_queued": return `queued: ${short(e.params.source)}`;
     case "milestone": return `stage ${e.index}/${e.total} ${e.stage} ${e.state}`;
-    case "model_call": return `turn ${e.turn} ${e.model}${e.n_tool_calls ? ` → ${e.n_tool_calls} tool call(s)` : ""}${e.text ? `: ${short(e.text)}` : ""}`;
-    case "tool_call": return `${e.tool}(${short(e.arguments, 120)})`;
-    case "tool_result": return `${e.tool} ${e.ok ? "ok" : `error ${e.error_type || ""}`}${e.cached ? " (cached)" : ""} ${short(e.message || e.preview, 120)}`;
-    case "guard_verdict": return `${e.action === "allow" ? "guard" : "GUARD"} ${e.detector}: ${e.action}${e.tool ? ` ${e.tool}` : ""}${e.count ? ` ×${e.count}` : ""} — ${e.reason}${e.evidence && e.evidence.length ? `\n  evidence: ${e.evidence.join("; ")}` : ""}`;
-    case "nudge": return `nudge (${e.detector}): ${short(e.text)}`;
+    case "model_called": return `turn ${e.turn} ${e.model}${e.n_tool_calls ? ` → ${e.n_tool_calls} tool call(s)` : ""}${e.text ? `: ${short(e.text)}` : ""}`;
+    case "tool_call_proposed": return `${e.tool}(${short(e.arguments, 120)})`;
+    case "tool_call_finished": return `${e.tool} ${e.ok ? "ok" : `error ${e.error_type || ""}`}${e.cached ? " (cached)" : ""} ${short(e.message || e.preview, 120)}`;
+    case "guard_verdict": return `${e.action === "allowed" ? "guard" : "GUARD"} ${e.detector}: ${e.action}${e.tool ? ` ${e.tool}` : ""}${e.count ? ` ×${e.count}` : ""} — ${e.reason}${e.evidence && e.evidence.length ? `\n  evidence: ${e.evidence.join("; ")}` : ""}`;
+    case "nudge_injected": return `nudge (${e.detector}): ${short(e.text)}`;
     case "exploration_cut_off": return `CUT OFF: ${e.stop_reason} — ${e.message}`;
     case "phase_ended": return `phase ${e.phase} ended: ${e.status} (${e.stop_reason}) ${e.message || ""}`;
     case "approval_required": return `approval needed: ${e.tool}(${short(e.arguments, 120)}) ${e.reason || ""}`;
@@ -295,7 +295,7 @@ function summary(e) {
 function addEvent(e) {
   view.events += 1;
   const classes = [e.type.replace(/[^a-z_]/g, "")];
-  if (e.type === "guard_verdict" && e.action !== "allow") classes.push("verdict", e.action);
+  if (e.type === "guard_verdict" && e.action !== "allowed") classes.push("verdict", e.action);
   if (e.type === "exploration_cut_off") classes.push("cutoff");
   if (e.type === "report_finished" || e.type === "run_interrupted") classes.push("finished");
   const line = el("li", { className: classes.join(" "), value: e.seq }, `${e.type}  ${summary(e)}`);

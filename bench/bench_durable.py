@@ -1,0 +1,186 @@
+"""Durable runs at scale, on a real Postgres, with real processes: one `loopwarden serve` API
+process and two `loopwarden worker` processes. RUNS runs of the demo job (turns model calls of
+`--model-delay` seconds each) are submitted at once and every run's events are read live over
+SSE from the API process.
+
+    LOOPWARDEN_TEST_POSTGRES_URL=postgresql://postgres@127.0.0.1:54329/postgres \\
+        python bench/bench_durable.py [--runs 200] [--model-delay 0.1] [--turns 3]
+
+(`bash .ci/setup.d/postgres.sh` starts such a server.) Prints runs/s from the first submission to
+the last run finished; p50/p99 event delivery latency (event stamped by the worker -> parsed by
+the SSE client; same machine, same clock); and the cost of durability per step (a model call or a
+tool execution) as a ratio to the plain in-process loop, measured in this process on the same
+demo agent with an instant model: plain `Agent.run` vs the same run as a DBOS workflow on SQLite
+and on Postgres (each in a child process: DBOS is one per process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from durable_kit import demo_folder, fresh_database, serve, worker
+
+OVERHEAD_RUNS = 30
+
+
+async def submit_and_stream(
+    client: httpx.AsyncClient, base: str, folder: str, latencies: list[float], opened: asyncio.Queue[str]
+) -> None:
+    """Submit, then read the run's events live (`opened` hears when the stream is open)."""
+    response = await client.post(f"{base}/api/runs", json={"folder": folder})
+    assert response.status_code == 202, response.text
+    run_id = response.json()["id"]
+    async with client.stream("GET", f"{base}/api/runs/{run_id}/events") as events:
+        async for line in events.aiter_lines():
+            if line.startswith('data: {"type"'):
+                received, event = time.time(), json.loads(line[6:])
+                if event["type"] == "run_queued":
+                    await opened.put(run_id)
+                else:
+                    latencies.append(received - event["ts"])
+            elif line == "event: end":
+                return
+
+
+async def scale(base: str, folders: list[Path], url: str, tmp: Path) -> tuple[float, list[float]]:
+    """All runs are submitted and their streams open before the workers start: then RUNS runs
+    are ready at once, and every event after `run_queued` is delivered to a waiting client."""
+    latencies: list[float] = []
+    opened: asyncio.Queue[str] = asyncio.Queue()
+    limits = httpx.Limits(max_connections=len(folders) + 10)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(120, read=900), limits=limits) as client:
+        streams = [asyncio.create_task(submit_and_stream(client, base, f.name, latencies, opened)) for f in folders]
+        for _ in folders:
+            await opened.get()
+        with ExitStack() as first, ExitStack() as second:
+
+            def start(stack: ExitStack, name: str) -> float:
+                stack.enter_context(worker(tmp / name, url))
+                return time.monotonic()
+
+            ready = await asyncio.gather(asyncio.to_thread(start, first, "w1"), asyncio.to_thread(start, second, "w2"))
+            await asyncio.gather(*streams)
+            elapsed = time.monotonic() - min(ready)
+    return elapsed, latencies
+
+
+def bench_scale(runs: int, delay: float, turns: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-durable-"))
+    allowed = tmp / "allowed"
+    folders = [demo_folder(allowed, f"run{i:04d}", turns=turns, model_delay_s=delay) for i in range(runs)]
+    with fresh_database() as url, serve(tmp / "api", allowed, database_url=url, concurrency=runs) as (_, base):
+        elapsed, latencies = asyncio.run(scale(base, folders, url, tmp))
+        statuses = {r["status"] for r in httpx.get(f"{base}/api/runs", params={"limit": 500}, timeout=60).json()}
+    assert statuses == {"completed"}, statuses
+    latencies.sort()
+    p50, p99 = statistics.median(latencies), latencies[int(0.99 * (len(latencies) - 1))]
+    print(f"{runs} runs x {turns + 1} model calls of {delay * 1000:.0f} ms, 1 API + 2 workers on Postgres:")
+    print(f"  {runs / elapsed:.1f} runs/s ({elapsed:.1f} s from the first worker ready to the last run ended;")
+    print(f"  one run alone needs at least {(turns + 1) * delay:.1f} s)")
+    print(f"  event delivery over SSE (stamped by a worker -> parsed by the client): p50 {p50 * 1000:.0f} ms,")
+    print(f"  p99 {p99 * 1000:.0f} ms ({len(latencies)} events)")
+
+
+def overhead_child(backend: str, url: str | None, steps: int) -> float:
+    """Seconds per step of the demo run as a DBOS workflow (in this process)."""
+    from loopwarden.durable.database import Database
+    from loopwarden.durable.engine import launch
+    from loopwarden.durable.workflow import run_workflow
+    from loopwarden.server.jobs import RunRequest
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-durable-"))
+    folder = demo_folder(tmp / "allowed", "overhead", turns=6)
+    engine = launch(Database.resolve(tmp / "state", url or ""), executes_runs=True)
+    request = RunRequest(data_dir=folder, out_dir=tmp / "out")
+
+    async def runs() -> float:
+        started = time.perf_counter()
+        for _ in range(OVERHEAD_RUNS):
+            run = engine.store.create_run()
+            from dbos import DBOS, SetWorkflowID
+
+            with SetWorkflowID(run.id):
+                handle = await DBOS.start_workflow_async(
+                    run_workflow, "loopwarden.durable.demo:demo_job", request, run.id
+                )
+            await handle.get_result()
+        return time.perf_counter() - started
+
+    elapsed = asyncio.run(runs())
+    engine.shutdown()
+    return elapsed / (OVERHEAD_RUNS * steps)
+
+
+def plain_per_step() -> tuple[float, int]:
+    """Seconds per step of the plain loop, and the steps of one run (model calls + tool executions)."""
+    from loopwarden import Agent
+    from loopwarden.durable.demo import DemoModel, DemoSpec, demo_tools
+
+    spec = DemoSpec(turns=6)
+    agent = Agent(DemoModel(spec), demo_tools(spec), trace=False)
+
+    async def runs() -> tuple[float, int]:
+        started = time.perf_counter()
+        for _ in range(OVERHEAD_RUNS):
+            result = await agent.run("Work through the items.")
+        return time.perf_counter() - started, result.totals.model_calls + result.totals.tool_executions
+
+    elapsed, steps = asyncio.run(runs())
+    return elapsed / (OVERHEAD_RUNS * steps), steps
+
+
+def bench_overhead(url: str | None) -> None:
+    plain, steps = plain_per_step()
+    print(f"per step (model call or tool execution), demo agent with an instant model, {OVERHEAD_RUNS} runs:")
+    print(f"  plain in-process loop: {plain * 1e6:.0f} us")
+    for backend in ("sqlite", "postgres"):
+        if backend == "postgres" and url is None:
+            continue
+        command = [sys.executable, __file__, "--overhead-child", backend, "--steps", str(steps)]
+        out = subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+        durable = float(out)
+        print(f"  durable on {backend}: {durable * 1e6:.0f} us = {durable / plain:.1f}x the plain loop")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--model-delay", type=float, default=0.1)
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--skip-scale", action="store_true")
+    parser.add_argument("--skip-overhead", action="store_true")
+    parser.add_argument("--overhead-child", choices=["sqlite", "postgres"])
+    parser.add_argument("--steps", type=int, default=0)
+    args = parser.parse_args()
+    if args.overhead_child:
+        if args.overhead_child == "sqlite":
+            print(overhead_child("sqlite", None, args.steps))
+        else:
+            with fresh_database() as url:
+                print(overhead_child("postgres", url, args.steps))
+        return
+    import os
+
+    url = os.environ.get("LOOPWARDEN_TEST_POSTGRES_URL")
+    if not args.skip_overhead:
+        bench_overhead(url)
+    if not args.skip_scale:
+        if url is None:
+            sys.exit("the scale part needs Postgres: set LOOPWARDEN_TEST_POSTGRES_URL (bash .ci/setup.d/postgres.sh)")
+        bench_scale(args.runs, args.model_delay, args.turns)
+
+
+if __name__ == "__main__":
+    main()

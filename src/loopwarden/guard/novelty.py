@@ -1,0 +1,154 @@
+"""What is new in a run: the clock the loop guards read to tell a run that is going around in
+circles from one that is making progress while it revisits things.
+
+Two counters only ever go up. `results` moves when a call that ran returns content not seen
+before in the run (volatile parts such as timestamps and ids stripped), when a write is made
+that was not made before, or when a checklist item is done. `text` moves when the model says a
+sentence it has not said before in the run (numbers masked, so "attempt 3" and "attempt 4" are
+one sentence). Answers from the cache, refused calls and polling calls are never new.
+
+`writes` counts every successful write. The repeated-call ladder reads `writes` and `text`
+(guard/repeat.py says how); the cycle detector holds off while `results` or `text` moves within
+the cycle's last period; no_progress asks which calls returned something new.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..state import CallRecord, RunState
+    from ..tools import ToolResult
+
+VOLATILE_KEY = re.compile(
+    r"^(id|uuid|guid|etag|nonce|ts|timestamp|time|date|datetime|created|updated|modified|elapsed|duration|took"
+    r"|latency|request_?id|trace_?id|span_?id|run_?id|call_?id|session_?id)$"
+    r"|(_id|_at|_ts|_time|_ms|_seconds)$",
+    re.IGNORECASE,
+)
+_VOLATILE_TEXT = re.compile(
+    r"(?=[0-9a-fA-F])(?:"  # every alternative starts with a hex digit: other positions fail fast
+    + "|".join(
+        [
+            r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?",  # ISO date(-time)
+            r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b",  # clock time
+            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b",  # uuid
+            r"\b[0-9a-fA-F]{16,}\b",  # long hex ids, hashes
+            r"\b\d{10,}\b",  # epoch seconds / milliseconds
+            r"\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b",  # durations
+        ]
+    )
+    + ")"
+)
+
+
+def _strip_volatile(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_volatile(v) for k, v in value.items() if not VOLATILE_KEY.search(str(k))}
+    if isinstance(value, list | tuple):
+        return [_strip_volatile(v) for v in value]
+    if isinstance(value, str):
+        return " ".join(_VOLATILE_TEXT.sub("<v>", value).split())
+    return value
+
+
+def content_hash(result: ToolResult) -> str:
+    """A hash of what a result says, without the parts that change on every call."""
+    payload = {
+        "ok": result.ok,
+        "error_type": result.error_type,
+        "message": _strip_volatile(result.message),
+        "data": _strip_volatile(result.data),
+    }
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_DIGITS = re.compile(r"\d+")
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+
+
+class Novelty:
+    def __init__(self) -> None:
+        self.results = 0
+        self.text = 0
+        self.writes = 0
+        """Successful writes made (every one, repeated or not): the world may have changed."""
+        self._digests: set[str] = set()
+        self._writes: set[str] = set()
+        self._sentences: set[str] = set()
+        self._calls: dict[str, tuple[bool, str | None, bool]] = {}  # "turn:call id" -> (new, digest, new content)
+
+    @property
+    def total(self) -> int:
+        return self.results + self.text
+
+    def observe_results(self, turn: int, records: list[CallRecord], state: RunState) -> None:
+        """After a turn's results; call once per turn, before the detectors see them."""
+        for record in records:
+            self.is_new(record)
+        checklist = state.checklist
+        if checklist is not None and any(done == turn for done in checklist.done.values()):
+            self.results += 1
+
+    def is_new(self, record: CallRecord) -> bool:
+        """Whether this call's result told something new, or it made a write not made before
+        (worked out once per call)."""
+        return self._observe(record)[0]
+
+    def new_content(self, record: CallRecord) -> bool:
+        """Whether this call's result content was not seen before (a new write alone is not)."""
+        return self._observe(record)[2]
+
+    def digest_of(self, record: CallRecord) -> str | None:
+        """The content hash of a call that ran (None for cached, refused or polling calls)."""
+        return self._observe(record)[1]
+
+    def _observe(self, record: CallRecord) -> tuple[bool, str | None, bool]:
+        key = f"{record.turn}:{record.call_id}"
+        known = self._calls.get(key)
+        if known is not None:
+            return known
+        new, digest, content = False, None, False
+        result = record.result
+        if result is not None and record.executed and not record.cached and not record.exempt:
+            digest = content_hash(result)
+            if digest not in self._digests:
+                self._digests.add(digest)
+                new = content = True
+            if record.writes and result.ok:
+                self.writes += 1
+                if record.fingerprint not in self._writes:
+                    self._writes.add(record.fingerprint)
+                    new = True
+        self._calls[key] = (new, digest, content)
+        if len(self._calls) > 4096:  # only the latest calls are asked about again
+            for stale in list(self._calls)[:2048]:
+                del self._calls[stale]
+        self.results += new
+        return new, digest, content
+
+    def observe_text(self, text: str) -> bool:
+        """After a model reply; whether it said something it had not said before."""
+        new = False
+        for raw in _SENTENCE.split(text):
+            words = raw.lower().split()
+            if len(words) < 3:
+                continue
+            sentence = _DIGITS.sub("#", " ".join(words))
+            if sentence not in self._sentences:
+                self._sentences.add(sentence)
+                new = True
+        self.text += new
+        return new
+
+
+def novelty_of(state: RunState) -> Novelty:
+    """The run's novelty clock (kept with the run state, made on first use)."""
+    found = state.data.get("novelty")
+    if not isinstance(found, Novelty):
+        found = state.data["novelty"] = Novelty()
+    return found

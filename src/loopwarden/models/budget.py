@@ -1,0 +1,126 @@
+"""Fitting a request into the model's context window before it is sent.
+
+A request longer than the window is refused (HTTP 400 `context_length`), and sending it again
+unchanged is refused again. The client budgets every request: the output cap first (a stage's
+`max_tokens`, lowered to what the window leaves), then the prompt, by clipping the longest
+message contents (tool results before user text; never the system prompt, and the last message
+only as a last resort) with a marker that says how much was cut. Stages that build big prompts
+(drafting, review) budget their own material by priority first (`report.draft`); this is the
+backstop for every request, the tool loop's growing history included.
+
+Tokens are estimated, not counted (no tokenizer is loaded): ASCII text at 3 characters a token,
+other characters at one each — deliberately high, so a fitted request fits.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .base import Message
+
+ASCII_CHARS_PER_TOKEN = 3.0
+PER_MESSAGE_TOKENS = 6
+MARGIN_TOKENS = 64
+"""Room for the chat template's own tokens."""
+MIN_OUTPUT_TOKENS = 256
+MIN_CLIPPED_CHARS = 160
+CLIP_MARK = "\n[... {n} characters clipped to fit the model's context window ...]\n"
+
+
+def estimate_text_tokens(text: str) -> int:
+    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
+    return int((ascii_chars / ASCII_CHARS_PER_TOKEN) + (len(text) - ascii_chars)) + 1
+
+
+def estimate_tokens(messages: list[Message], tools: list[dict[str, Any]] | None = None) -> int:
+    total = sum(PER_MESSAGE_TOKENS + estimate_text_tokens(_message_text(m)) for m in messages)
+    if tools:
+        total += estimate_text_tokens(json.dumps(tools, ensure_ascii=False))
+    return total
+
+
+def _message_text(message: Message) -> str:
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False) if content else ""
+    if message.get("tool_calls"):
+        text += json.dumps(message["tool_calls"], ensure_ascii=False)
+    return text
+
+
+@dataclass(frozen=True)
+class Fitted:
+    messages: list[Message]
+    max_tokens: int | None
+    clipped_chars: int = 0
+    prompt_tokens: int = 0
+    """The estimate after fitting."""
+    fits: bool = True
+
+    def describe(self) -> str:
+        return f"clipped {self.clipped_chars} characters of the conversation to fit the context window"
+
+
+def fit_request(
+    messages: list[Message],
+    tools: list[dict[str, Any]] | None,
+    *,
+    window: int | None,
+    max_tokens: int | None,
+    shrink: float = 1.0,
+) -> Fitted:
+    """Messages and output cap that fit `window` (scaled by `shrink` after a refusal)."""
+    if window is None:
+        return Fitted(messages, max_tokens)
+    room = int(window * shrink) - MARGIN_TOKENS
+    prompt = estimate_tokens(messages, tools)
+    output = max_tokens if max_tokens is not None else max(MIN_OUTPUT_TOKENS, room // 4)
+    if prompt + output <= room:
+        return Fitted(messages, max_tokens if max_tokens is not None else None, prompt_tokens=prompt)
+    output = max(MIN_OUTPUT_TOKENS, min(output, room - prompt))
+    if prompt + output <= room:
+        return Fitted(messages, output, prompt_tokens=prompt)
+    fitted, clipped = clip_messages(messages, room - output - (prompt - estimate_tokens(messages)))
+    after = estimate_tokens(fitted, tools)
+    return Fitted(fitted, output, clipped, after, fits=after + output <= room)
+
+
+def clip_messages(messages: list[Message], budget: int) -> tuple[list[Message], int]:
+    """Clip the longest contents until the messages fit `budget` tokens: tool results first,
+    then user and assistant text; the system prompt never, the last message last."""
+    out = [dict(m) for m in messages]
+    clipped = 0
+    for allow_last in (False, True):
+        while estimate_tokens(out) > budget:
+            index = _longest(out, allow_last)
+            if index is None:
+                break
+            text = out[index]["content"]
+            over = estimate_tokens(out) - budget
+            # Cut what is over (in characters, generously), but at least a quarter of the text.
+            cut = max(int(over * ASCII_CHARS_PER_TOKEN * 1.1), len(text) // 4, 1)
+            keep = max(MIN_CLIPPED_CHARS, len(text) - cut - len(CLIP_MARK) - 8)
+            if keep >= len(text):
+                break
+            head, tail = text[: keep * 2 // 3], text[len(text) - keep // 3 :]
+            out[index]["content"] = head + CLIP_MARK.format(n=len(text) - keep) + tail
+            clipped += len(text) - keep
+    return out, clipped
+
+
+def _longest(messages: list[Message], allow_last: bool) -> int | None:
+    best, best_key = None, (0, 0)
+    last = len(messages) - 1
+    for i, m in enumerate(messages):
+        content = m.get("content")
+        if m.get("role") == "system" or not isinstance(content, str) or len(content) <= MIN_CLIPPED_CHARS * 2:
+            continue
+        if i == last and not allow_last:
+            continue
+        if "characters clipped to fit" in content and len(content) < MIN_CLIPPED_CHARS * 3:
+            continue
+        key = (1 if m.get("role") == "tool" else 0, len(content))
+        if key > best_key:
+            best, best_key = i, key
+    return best

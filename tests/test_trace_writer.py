@@ -1,0 +1,67 @@
+"""The trace writer commits a run's events in batches on the event loop's thread when the store
+is free, and in a worker thread when another writer holds it: the event loop never waits on a lock."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from loopwarden.events import EventStamper, NudgeInjected
+from loopwarden.trace.store import RunStore
+from loopwarden.trace.writer import RunWriter, next_now
+
+
+def _nudges(run_id: str, n: int) -> list[NudgeInjected]:
+    stamp = EventStamper(run_id)
+    return [stamp(NudgeInjected, turn=i, detector="cycle", text=f"nudge {i}") for i in range(n)]
+
+
+async def test_a_batch_is_one_transaction_numbered_in_order(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs.db")
+    store.create_run(run_id="r")
+    writer = RunWriter(store, "r")
+    writer.events += _nudges("r", 5)
+    written: list[int] = []
+    writer.add_rows(lambda tx: written.append(tx.execute("SELECT last_seq FROM runs WHERE id = 'r'").fetchone()[0]))
+    flushed = await writer.flush()
+    assert [e.seq for e in flushed] == [1, 2, 3, 4, 5] and written == [0]  # the rows went first, same transaction
+    assert [e.seq for e in store.events("r")] == [1, 2, 3, 4, 5] and store.last_seq("r") == 5
+    assert await writer.flush() == []
+
+
+async def test_a_store_held_by_another_writer_is_waited_for_off_the_event_loop(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    store = RunStore(db)
+    store.create_run(run_id="r")
+    writer = RunWriter(store, "r")
+    writer.events += _nudges("r", 3)
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process writing
+    flush = asyncio.create_task(writer.flush())
+    ticks = 0
+    for _ in range(50):  # the loop keeps turning while the flush waits in its thread
+        await asyncio.sleep(0)
+        ticks += 1
+    assert ticks == 50 and not flush.done() and store.last_seq("r") == 0
+    holder.execute("COMMIT")
+    assert [e.seq for e in await flush] == [1, 2, 3]
+    assert store.last_seq("r") == 3
+
+
+async def test_next_now_tells_a_ready_item_from_a_wait() -> None:
+    gate = asyncio.Event()
+
+    async def stream() -> AsyncIterator[str]:
+        yield "ready"
+        await gate.wait()
+        yield "after the wait"
+
+    items = stream()
+    assert next_now(items) == ("ready", None)
+    item, rest = next_now(items)
+    assert item is None and rest is not None
+    asyncio.get_running_loop().call_soon(gate.set)
+    assert await rest == "after the wait"
+    await items.aclose()
