@@ -130,7 +130,7 @@ def wire_tools(body: dict[str, Any], conversation: Conversation, policy: WirePol
                 terminal=name in policy.terminal_tools,
                 repeatable=name in policy.repeatable_tools,
                 side_effect="write" if name in policy.write_tools else "read",
-                result_parser=_client_failure,
+                result_parser=business_failure,
                 timeout=None,
             )
         )
@@ -145,10 +145,6 @@ def _client_result(conversation: Conversation, name: str) -> Callable[..., Await
         return ToolResult.success(_parsed(content))
 
     return answer
-
-
-def _client_failure(data: Any) -> ToolResult | None:
-    return business_failure(data)
 
 
 def _parsed(content: str) -> Any:
