@@ -29,3 +29,10 @@ def test_help_lists_the_commands_and_a_command_runs_from_its_module() -> None:
     assert result.exit_code == 0 and "show" in result.output and "list" in result.output  # its own subcommands
     unknown = CliRunner().invoke(build_app(), ["no-such-command"])
     assert unknown.exit_code == 2 and "No such command" in unknown.output
+
+
+def test_version_prints_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    result = subprocess.run([sys.executable, "-m", "loopwarden.cli", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == f"loopwarden {version('loopwarden')}"

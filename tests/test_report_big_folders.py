@@ -12,7 +12,7 @@ from rich.console import Console
 
 from loopwarden.report.cli import summary
 from loopwarden.report.events import ReportFinished
-from loopwarden.report.folder.groups import group_files, pattern_of
+from loopwarden.report.folder.groups import group_files, pattern_of, sampled_paths
 from loopwarden.report.folder.paths import PathGuard, real_name, shown_name
 from loopwarden.report.folder.scan import scan_folder
 from loopwarden.report.pipeline import ReportConfig, run_report
@@ -100,3 +100,8 @@ async def test_a_big_folder_reads_samples_and_reports_everything(tmp_path: Path)
     console.print(summary(last, tmp_path / "out"))
     printed = console.export_text()
     assert "outside.csv: skipped" in printed and "blob.bin: skipped" in printed
+    # Progress inside the explore stage counts the planned set: a group's samples, not its 210 files.
+    planned = sampled_paths(group_files(scan_folder(data)))
+    steps = [e for e in events if e.type == "stage_progress"]
+    assert steps and {e.model_dump()["files_planned"] for e in steps} == {len(planned)} and len(planned) < 30
+    assert 0 < steps[-1].model_dump()["files_read"] <= len(planned)

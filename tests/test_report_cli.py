@@ -166,3 +166,68 @@ def test_degraded_run_exits_with_the_degraded_code(tmp_path: Path, monkeypatch: 
     assert (out / "report.tex").is_file()
     code, stdout, _ = _invoke(str(data), *args, "--strict")
     assert code == EXIT_FAILED and json.loads(stdout.splitlines()[-1])["status"] == "failed"
+
+
+def test_help_fits_80_columns_with_every_option_and_default_whole() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "80", "LINES": "50"}
+    env.pop("NO_COLOR", None)
+    command = [sys.executable, "-m", "loopwarden.cli", "report", "--help"]
+    text = subprocess.run(command, capture_output=True, text=True, env=env, check=True).stdout
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80, max(lines, key=len)
+    assert "…" not in text, "a cut-off name, help text or default"
+    for option in ("--out", "--template", "--lang", "--preset", "--model", "--base-url", "--config", "--offline",
+                   "--strict", "--no-pdf", "--json", "--allow-rlimits-only", "--approve-code"):  # fmt: skip
+        assert f" {option} " in text, option
+    for default in ("[default: out]", "[default: lab]", "[default: en]"):
+        assert default in text
+    assert "130 interrupted" in text
+
+
+async def test_the_bar_moves_inside_a_stage_and_keeps_the_stage_count(tmp_path: Path) -> None:
+    from loopwarden.report.cli import StageBar
+    from loopwarden.report.events import Milestone, StageProgress
+    from loopwarden.report.pipeline import ReportConfig, run_report
+    from reportkit import NO_LATEX
+
+    data = make_folder(tmp_path)
+    (data / "more.csv").write_text("t,v\n1,2.5\n2,3.5\n3,4.0\n", encoding="utf-8")
+    config = ReportConfig(data_dir=data, out_dir=tmp_path / "out", template="brief")
+    bar = StageBar()
+    seen: list[tuple[str, float, str]] = []
+    async for event in run_report(config, toolchain=NO_LATEX):
+        if bar.step(event):
+            seen.append((event.type, bar.completed, bar.description))
+    totals = {bar.total}
+    assert totals == {4}
+    inside = [(completed, text) for kind, completed, text in seen if kind == "stage_progress"]
+    assert inside[0] == (1.0, "explore · 0/3 files read")  # the plan shown before the first read
+    assert inside[-1][1].startswith("explore · 3/3 files read")
+    assert all(1.0 <= completed < 2.0 for completed, _ in inside), "the bar stays inside the explore stage"
+    completed = [c for _, c, _ in seen]
+    assert completed == sorted(completed) and completed[-1] == 4.0
+    # What the bar reads is what the events say: files read only grows, never past the plan.
+    events = [e async for e in run_report(config.model_copy(update={"out_dir": tmp_path / "o2"}), toolchain=NO_LATEX)]
+    steps = [e for e in events if isinstance(e, StageProgress)]
+    reads = [s.files_read for s in steps]
+    assert reads == sorted(reads) and all(s.files_planned == 3 for s in steps)
+    explore = [e.seq for e in events if isinstance(e, Milestone) and e.stage == "explore"]
+    assert all(explore[0] < s.seq < explore[1] for s in steps)
+
+
+def test_summary_of_an_offline_run_says_no_model_not_zero_tokens(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from loopwarden.events import Totals
+    from loopwarden.report.stage_tally import StageTally
+
+    tally = StageTally()
+    done = ReportFinished(run_id="r", seq=9, ts=0, status="completed", totals=Totals(model_calls=6), message="ok")
+    console = Console(record=True, width=120)
+    console.print(summary(done, tmp_path, tally))
+    text = console.export_text()
+    assert "offline explorer and writer, no model" in text and "tokens" not in text

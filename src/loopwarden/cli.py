@@ -126,10 +126,29 @@ def build_app() -> typer.Typer:
     )
 
     @app.callback()
-    def root() -> None:  # a group, even before any command is loaded
+    def root(
+        version: bool = typer.Option(
+            False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+        ),
+    ) -> None:  # a group, even before any command is loaded
         pass
 
     return app
+
+
+def version_text() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"loopwarden {version('loopwarden')}"
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "loopwarden (not installed: version unknown)"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(version_text())
+        raise typer.Exit()
 
 
 def main() -> None:

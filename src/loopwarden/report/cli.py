@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -15,7 +15,7 @@ from rich.table import Table
 
 from ..events import ApprovalDecided, Event, GuardVerdict
 from .approvals import NO_TERMINAL, DenyAll, TerminalGate
-from .events import Milestone, ReportFinished
+from .events import Milestone, ReportFinished, StageProgress
 from .stage_tally import StageTally
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_DEGRADED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -35,36 +35,40 @@ LIVE_TYPES = {
 }
 
 
+def _flag(name: str, help: str) -> Any:
+    # One name and no shown default (a flag is off unless given): the help fits 80 columns.
+    return typer.Option(name, help=help, show_default=False)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def report(
         data_dir: Annotated[Path, typer.Argument(help="The folder with the data, documents and images.")],
         out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("out"),
-        template: Annotated[str, typer.Option(help="Template name (lab, brief) or a template folder.")] = "lab",
+        template: Annotated[str, typer.Option(help="lab, brief or a template folder.")] = "lab",
         lang: Annotated[str, typer.Option(help="Report language: en or zh.")] = "en",
         preset: Annotated[str | None, typer.Option(help="Endpoint preset: deepseek, openai, ollama, ...")] = None,
         model: Annotated[str | None, typer.Option(help="Model name for both tiers.")] = None,
         base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL.")] = None,
         config_file: Annotated[Path | None, typer.Option("--config", help="Endpoint TOML file.")] = None,
-        offline: Annotated[bool, typer.Option(help="Use the offline explorer and writer, even if configured.")] = False,
-        strict: Annotated[bool, typer.Option(help="Fail instead of degrading.")] = False,
-        pdf: Annotated[bool, typer.Option(help="Compile a PDF when xelatex is installed.")] = True,
-        json_lines: Annotated[bool, typer.Option("--json", help="Print the events as JSON lines.")] = False,
+        offline: Annotated[bool, _flag("--offline", "Offline explorer and writer, even if configured.")] = False,
+        strict: Annotated[bool, _flag("--strict", "Fail instead of degrading.")] = False,
+        no_pdf: Annotated[bool, _flag("--no-pdf", "No PDF (one is made when xelatex is installed).")] = False,
+        json_lines: Annotated[bool, _flag("--json", "Print the events as JSON lines.")] = False,
         allow_rlimits_only: Annotated[
-            bool, typer.Option(help="Draw figures with resource limits only when no OS isolation is available.")
+            bool, _flag("--allow-rlimits-only", "Draw figures under resource limits only if no OS isolation is found.")
         ] = False,
         approve_code: Annotated[
-            bool, typer.Option(help="Ask y/n before each figure's model-written code runs (no TTY or --json: deny).")
+            bool, _flag("--approve-code", "Ask y/n before model-written figure code runs (no TTY or --json: deny).")
         ] = False,
     ) -> None:
         """Explore a data folder and write the report (report.tex, report.pdf, report.md).
 
-        Exit codes: 0 completed, 3 degraded (a report was written, something was cut short),
-        1 failed, 2 bad input, 130 interrupted.
+        Exit codes: 0 completed, 3 degraded (written, but cut short), 1 failed, 2 bad input, 130 interrupted.
         """
         code = run_command(
             data_dir, out, template=template, lang=lang, preset=preset, model=model, base_url=base_url,
-            config_file=config_file, offline=offline, strict=strict, pdf=pdf, json_lines=json_lines,
+            config_file=config_file, offline=offline, strict=strict, pdf=not no_pdf, json_lines=json_lines,
             allow_rlimits_only=allow_rlimits_only, approve_code=approve_code,
         )  # fmt: skip
         raise typer.Exit(code)
@@ -155,21 +159,18 @@ async def _with_progress(
     progress = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
     )
-    task = None
     tally = StageTally()
+    bar = StageBar()
+    task = None
     if prompt is not None:
         prompt.live = progress  # the bar is stopped while a prompt is on screen
     with progress:
         async for event in events:  # type: ignore[attr-defined]
             tally.add(event)
-            if isinstance(event, Milestone):
+            if bar.step(event):
                 if task is None:
-                    task = progress.add_task("starting", total=event.total)
-                label = str(event.detail.get("label", event.stage))
-                if event.state == "started":
-                    progress.update(task, description=label)
-                else:
-                    progress.update(task, completed=event.index, description=f"{label} ({event.state})")
+                    task = progress.add_task(bar.description, total=bar.total)
+                progress.update(task, completed=bar.completed, description=bar.description)
             else:
                 line = live_line(event)
                 if line:
@@ -179,6 +180,45 @@ async def _with_progress(
     if finished is not None:
         console.print(summary(finished, out_dir, tally))
     return finished
+
+
+class StageBar:
+    """The bar's state: N of the plan's fixed stage count done, and inside the running stage what
+    it has done so far (files read of the planned set, figures), moving the bar within that stage."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.completed = 0.0
+        self.description = "starting"
+        self._label = "starting"
+        self._done = 0
+
+    def step(self, event: Event) -> bool:
+        """True when the event changed the bar."""
+        if isinstance(event, Milestone):
+            self.total = event.total
+            self._label = str(event.detail.get("label", event.stage))
+            if event.state == "started":
+                self.description = self._label
+            else:
+                self._done = event.index
+                self.description = f"{self._label} ({event.state})"
+            self.completed = float(self._done)
+            return True
+        if isinstance(event, StageProgress) and self.total:
+            share = min(event.files_read / event.files_planned, 0.99) if event.files_planned else 0.0
+            self.completed = self._done + share
+            self.description = f"{self._label} · {inside_stage(event)}"
+            return True
+        return False
+
+
+def inside_stage(event: StageProgress) -> str:
+    """"12/40 files read, 2 figures": what a stage has done so far."""
+    text = f"{event.files_read}/{event.files_planned} files read"
+    if event.figures_made:
+        text += f", {event.figures_made} figure{'s' if event.figures_made != 1 else ''}"
+    return text
 
 
 def live_line(event: Event) -> str | None:
@@ -206,11 +246,15 @@ def summary(finished: ReportFinished, out_dir: Path, tally: StageTally | None = 
     table.add_column("value")
     table.add_row("status", f"{finished.status}: {finished.message}")
     table.add_row("stop reasons", ", ".join(finished.stop_reasons) or "-")
-    table.add_row("model calls", str(t.model_calls))
-    for stage, figures in tally.rows() if tally is not None else []:
-        table.add_row(f"  {stage}", figures)
+    if tally is not None and tally.offline and not t.total_tokens:
+        table.add_row("model", "offline explorer and writer, no model")
+    else:
+        table.add_row("model calls", str(t.model_calls))
+        for stage, figures in tally.rows() if tally is not None else []:
+            table.add_row(f"  {stage}", figures)
     table.add_row("tool executions", str(t.tool_executions))
-    table.add_row("tokens", f"{t.total_tokens} ({t.prompt_tokens} in, {t.completion_tokens} out)")
+    if t.total_tokens or tally is None or not tally.offline:
+        table.add_row("tokens", f"{t.total_tokens} ({t.prompt_tokens} in, {t.completion_tokens} out)")
     table.add_row("duplicates avoided", str(t.duplicates_avoided))
     if t.cost:
         table.add_row("cost (list price)", f"{t.cost:.4f}")

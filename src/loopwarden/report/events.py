@@ -23,6 +23,17 @@ class Milestone(Event):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
+class StageProgress(Event):
+    """Progress inside a stage, between its milestones: files read of the planned set (a group
+    of similar files counts its samples), figures made. The plan's stage count is unchanged."""
+
+    type: Literal["stage_progress"] = "stage_progress"
+    stage: str
+    files_read: int = 0
+    files_planned: int = 0
+    figures_made: int = 0
+
+
 class ScanDone(Event):
     """The zero-LLM scan of the data folder; `scan` is a `ScanResult` dump."""
 
@@ -147,6 +158,7 @@ class ReportFinished(Event):
 
 REPORT_EVENTS: tuple[type[Event], ...] = (
     Milestone,
+    StageProgress,
     ScanDone,
     IsolationProbed,
     ExplorationCutOff,

@@ -29,6 +29,8 @@ class StageTally:
     stages: dict[str, StageFigures] = field(default_factory=dict)
     current: str | None = None
     began: float = 0.0
+    models: set[str] = field(default_factory=set)
+    """Names of the models that answered (the offline explorer's included)."""
 
     def add(self, event: Event) -> None:
         wanted = ("milestone", "model_failed", "tool_call_proposed")
@@ -45,6 +47,7 @@ class StageTally:
         figures = self.stages.setdefault(self.current or "other", StageFigures())
         if event.type == "model_called":
             figures.model_calls += int(getattr(event, "attempts", 1))
+            self.models.add(str(getattr(event, "model", "")))
         elif event.type == "model_failed":
             figures.errors += 1
             figures.model_calls += int(data.get("attempts") or 0)
@@ -55,3 +58,9 @@ class StageTally:
     def rows(self) -> list[tuple[str, str]]:
         """(stage, figures) for the stages that asked a model or failed."""
         return [(name, f.describe()) for name, f in self.stages.items() if f.model_calls or f.errors]
+
+    @property
+    def offline(self) -> bool:
+        """No language model took part: only the offline explorer (or none) and the offline writer."""
+        failed = any(f.errors for f in self.stages.values())
+        return not failed and all(name.startswith("offline") for name in self.models)

@@ -24,6 +24,7 @@ from ..record import ExplorationRecord
 from ..sandbox.isolation import probe_isolation
 from ..sandbox.runner import FigureSandbox
 from .findings import cross_table_findings, strongest_correlations, table_findings, title_of
+from .progress import ExploreProgress
 from .tools import ExplorationContext, exploration_tools
 
 STEP_BUDGET = 20
@@ -102,10 +103,14 @@ async def explore(
     tools = gate_code_tools(exploration_tools(ctx), approve_code)
     agent = Agent(model, tools, system=SYSTEM_PROMPT, config=config, approvals=approvals)
     finished: RunFinished | None = None
+    progress = ExploreProgress(ctx, stamper)
+    yield progress.start()
     async for event in agent.stream(exploration_prompt(scan), stamper=stamper):
         if isinstance(event, RunFinished):
             finished = event
         yield event
+        if (step := progress.after(event)) is not None:
+            yield step
     stop_reason = finished.stop_reason if finished else "no_result"
     groups = ctx.group_records()
     ctx.coverage.note_groups(groups)

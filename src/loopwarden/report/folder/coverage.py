@@ -3,6 +3,7 @@ Kept by the tools as they run (never by the model's say-so)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..record import CoverageEntry, CoverageLedger, CoverageStatus, FileGroupRecord
@@ -81,6 +82,10 @@ class CoverageTracker:
             if skipped.reason == "hidden or VCS":
                 continue
             self._set(self._entry(skipped.path), "skipped", skipped.reason)
+
+    def opened(self, paths: Iterable[str]) -> int:
+        """How many of `paths` a tool has read (in full, in part, or found binary)."""
+        return sum(1 for path in paths if (entry := self._entries.get(path)) is not None and entry.status != "unread")
 
     def note_skip(self, path: str, reason: str) -> None:
         entry = self._entry(path)
