@@ -6,6 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .descriptions import Description
+from .injection import SuspectedInjection
+
 CoverageStatus = Literal["read", "partial", "skipped", "unread"]
 
 
@@ -39,6 +42,25 @@ class TableProfile(BaseModel):
     units: dict[str, str] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     """What the reader had to decide (skipped metadata, generated names, non-numeric cells)."""
+
+
+class Fact(BaseModel):
+    """One number computed from the data, with what it is and where it comes from."""
+
+    path: str
+    """The table it was computed from (a sheet as path#sheet)."""
+    column: str
+    """The column (empty for a whole-table figure such as the row count)."""
+    statistic: str
+    """mean, std, min, max, rows, std_of_annual_means, trend_per_year, monthly_mean, class_count,
+    class_mean, correlation, slope, peak, peak_position, fwhm (statistics.py names each)."""
+    value: float
+    by: str | None = None
+    """The rows it covers within the column: "species=Adelie", "month=7"."""
+    other: str | None = None
+    """The second column of a correlation, slope or peak."""
+    over: str = ""
+    """Which rows ("all 344 rows", "first 200000 rows")."""
 
 
 class FileGroupRecord(BaseModel):
@@ -88,3 +110,9 @@ class ExplorationRecord(BaseModel):
     degraded: bool = False
     unread_at_finish: list[str] = Field(default_factory=list)
     """Files no tool had read when the model called finish_exploration (allowed, and said)."""
+    facts: list[Fact] = Field(default_factory=list)
+    """Numbers computed from the tables read, each with its file, column and statistic."""
+    descriptions: list[Description] = Field(default_factory=list)
+    """What the folder's description files say (README, .rst, .md, docstrings, PDFs), as written."""
+    suspected_injections: list[SuspectedInjection] = Field(default_factory=list)
+    """Text in the data addressing an AI assistant: flagged, never followed or cited."""
