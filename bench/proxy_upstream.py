@@ -27,7 +27,7 @@ async def chat(request: Request) -> Response:
     done = sum(1 for m in body["messages"] if m.get("role") == "tool")
     if done >= TURNS:
         events = [_chunk({"role": "assistant", "content": ""})]
-        events += [_chunk({"content": word + " "}) for word in "every file was read and summarised".split()]
+        events += [_chunk({"content": word + " "}) for word in ["every", "file", "was", "read", "and", "summarised"]]
         events.append(_chunk({}, "stop"))
     else:
         args = json.dumps({"path": f"file_{done}.txt"})

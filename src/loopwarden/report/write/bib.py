@@ -11,9 +11,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from ..folder.paths import real_name
+from ..folder.scan import ScanResult
 from .latex import escape
-from .paths import real_name
-from .scan import ScanResult
 
 MAX_CHARS = 20_000
 MAX_DOCUMENT_SOURCES = 200

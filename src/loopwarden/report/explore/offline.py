@@ -16,8 +16,9 @@ import re
 from itertools import count
 from typing import Any
 
-from ..models.base import ModelReply, ModelRequest, ToolCall, Usage
-from .explore import STEP_BUDGET
+from ...models.base import ModelReply, ModelRequest, ToolCall, Usage
+from ..folder.groups import sampled_paths
+from ..readers import TABLE_EXTS
 from .findings import (
     cross_table_findings,
     group_findings,
@@ -29,8 +30,7 @@ from .findings import (
     table_findings,
     title_of,
 )
-from .groups import sampled_paths
-from .readers import TABLE_EXTS
+from .loop import STEP_BUDGET
 from .tools import ExplorationContext
 
 OFFLINE_LABEL = "offline explorer (deterministic, no language model)"

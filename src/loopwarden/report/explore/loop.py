@@ -9,21 +9,21 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from ..agent import Agent
-from ..approval import ApprovalGate
-from ..config import LoopConfig
-from ..events import Event, EventStamper, RunFinished
-from ..guard.budget import Budgets
-from ..models.base import Model
-from .approvals import DenyAll, gate_code_tools
-from .events import ExplorationCutOff, ExplorationDone, IsolationProbed
+from ...agent import Agent
+from ...approval import ApprovalGate
+from ...config import LoopConfig
+from ...events import Event, EventStamper, RunFinished
+from ...guard.budget import Budgets
+from ...models.base import Model
+from ..approvals import DenyAll, gate_code_tools
+from ..events import ExplorationCutOff, ExplorationDone, IsolationProbed
+from ..folder.groups import group_files
+from ..folder.scan import ScanResult
+from ..readers.images import OcrReader
+from ..record import ExplorationRecord
+from ..sandbox.isolation import probe_isolation
+from ..sandbox.runner import FigureSandbox
 from .findings import cross_table_findings, strongest_correlations, table_findings, title_of
-from .groups import group_files
-from .readers.images import OcrReader
-from .record import ExplorationRecord
-from .sandbox.isolation import probe_isolation
-from .sandbox.runner import FigureSandbox
-from .scan import ScanResult
 from .tools import ExplorationContext, exploration_tools
 
 STEP_BUDGET = 20

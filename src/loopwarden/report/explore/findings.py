@@ -10,8 +10,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from .readers.tables import correlations
-from .record import FileGroupRecord, TableProfile
+from ..readers.tables import correlations
+from ..record import FileGroupRecord, TableProfile
 
 
 def numeric_columns(frame: pd.DataFrame) -> list[str]:
