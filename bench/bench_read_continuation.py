@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from loopwarden.report.paths import PathGuard
+from loopwarden.report.folder.paths import PathGuard
 from loopwarden.report.readers import FileReader, ReadOutcome
 
 _BLOCK = 1 << 20

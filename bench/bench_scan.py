@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from loopwarden.report.scan import scan_folder
+from loopwarden.report.folder.scan import scan_folder
 
 EXTS = ("csv", "md", "png", "json", "pdf", "dat", "txt", "xlsx")
 

@@ -164,7 +164,7 @@ def test_chat_template_tokens_are_stripped_from_text() -> None:
 
 def test_one_detector_serves_the_verifier_the_draft_check_and_the_eval() -> None:
     from loopwarden.eval.verifiers import no_markup
-    from loopwarden.report.draft import leak_problem
+    from loopwarden.report.write.draft import leak_problem
     from loopwarden.verify import no_tool_markup
 
     leak = 'functions.read_file:\n{"path": "a.txt"}'

@@ -30,8 +30,8 @@ def test_the_current_task_starts_after_the_last_user_message() -> None:
     conversation = read_conversation({"messages": messages})
     assert conversation.opening == messages[:6] and conversation.task == messages[6:]
     assert [c.id for r in conversation.replies for c in r.tool_calls] == ["b"]
-    assert conversation.take_result("read", {"path": "y"}) == "text of y"
-    assert conversation.take_result("read", {"path": "y"}) is None  # each result answers one call
+    assert conversation.take_result(0, "read", {"path": "y"}) == "text of y"
+    assert conversation.take_result(0, "read", {"path": "y"}) is None  # each result answers one call
 
 
 def test_a_conversation_keeps_its_id_as_it_grows_and_a_header_names_it() -> None:

@@ -22,7 +22,7 @@ from loopwarden.approval import ApprovalGate, PendingCall
 from loopwarden.events import ApprovalDecided, ApprovalRequired, Event
 from loopwarden.report.approvals import NO_GATE, NO_TERMINAL, LineReader, ask_on_terminal
 from loopwarden.report.events import ReportFinished
-from loopwarden.report.offline import OfflineExplorer
+from loopwarden.report.explore.offline import OfflineExplorer
 from loopwarden.report.pipeline import ReportConfig, ReportModels, run_report
 from reportkit import NO_LATEX
 

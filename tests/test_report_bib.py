@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loopwarden.models import ScriptedModel
-from loopwarden.report.bib import bibtex_entries, check_citations, collect_sources, with_bibliography
 from loopwarden.report.events import CitationsRemoved
-from loopwarden.report.scan import scan_folder
+from loopwarden.report.folder.scan import scan_folder
+from loopwarden.report.write.bib import bibtex_entries, check_citations, collect_sources, with_bibliography
 from reportkit import collect, finished, make_folder
 
 REVIEW_DONE = '{"major_issues": [], "minor_issues": [], "done": true}'

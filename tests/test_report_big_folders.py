@@ -12,10 +12,10 @@ from rich.console import Console
 
 from loopwarden.report.cli import summary
 from loopwarden.report.events import ReportFinished
-from loopwarden.report.groups import group_files, pattern_of
-from loopwarden.report.paths import PathGuard, real_name, shown_name
+from loopwarden.report.folder.groups import group_files, pattern_of
+from loopwarden.report.folder.paths import PathGuard, real_name, shown_name
+from loopwarden.report.folder.scan import scan_folder
 from loopwarden.report.pipeline import ReportConfig, run_report
-from loopwarden.report.scan import scan_folder
 from reportkit import NO_LATEX
 
 BAD = b"caf\xe9_\xff.csv"

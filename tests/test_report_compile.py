@@ -9,14 +9,14 @@ from pathlib import Path
 from helpers import require_binary
 from loopwarden.events import EventStamper, Totals
 from loopwarden.models import ScriptedModel
-from loopwarden.report.compile import check_compiles, compile_tex, first_error
-from loopwarden.report.draft import Session
 from loopwarden.report.events import CompileError
-from loopwarden.report.offline_writer import WriterInput
+from loopwarden.report.folder.scan import ScanResult
 from loopwarden.report.plan import Toolchain, probe_toolchain
-from loopwarden.report.scan import ScanResult
 from loopwarden.report.templates import load_template
-from loopwarden.report.writing import Writing, compile_report
+from loopwarden.report.write.compile import check_compiles, compile_tex, first_error
+from loopwarden.report.write.draft import Session
+from loopwarden.report.write.offline_writer import WriterInput
+from loopwarden.report.write.writing import Writing, compile_report
 from reportkit import make_record
 
 GOOD = (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from describedcorpus import weather_folder
-from loopwarden.report.descriptions import describe, first_sentence, folder_title, main_description
+from loopwarden.report.readers.descriptions import describe, first_sentence, folder_title, main_description
 
 pytest.importorskip("sklearn")
 

@@ -10,8 +10,8 @@ import pytest
 
 from helpers import require_binary
 from loopwarden.models import ModelRequest, ScriptedModel
-from loopwarden.report.draft import documentclass_problem, extract_latex, leak_problem
 from loopwarden.report.events import DraftFailed, DraftRejected
+from loopwarden.report.write.draft import documentclass_problem, extract_latex, leak_problem
 from reportkit import collect, finished, milestones, terminal_states
 
 VALID_TEX = (
@@ -115,11 +115,11 @@ async def test_a_draft_that_does_not_compile_is_refused_with_the_log_error(tmp_p
 
 
 def test_draft_prompt_carries_facts_sources_and_skeleton(tmp_path: Path) -> None:
-    from loopwarden.report.bib import collect_sources
-    from loopwarden.report.draft import draft_messages
-    from loopwarden.report.offline_writer import WriterInput
-    from loopwarden.report.scan import scan_folder
+    from loopwarden.report.folder.scan import scan_folder
     from loopwarden.report.templates import load_template
+    from loopwarden.report.write.bib import collect_sources
+    from loopwarden.report.write.draft import draft_messages
+    from loopwarden.report.write.offline_writer import WriterInput
     from reportkit import make_folder, make_record
 
     data = make_folder(tmp_path)

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from loopwarden.models import ModelError, ScriptedModel
 from loopwarden.models.budget import estimate_tokens
-from loopwarden.report.draft import STAGE_MAX_TOKENS, draft_messages, facts_for_model
 from loopwarden.report.events import DraftFailed
-from loopwarden.report.offline_writer import WriterInput
+from loopwarden.report.folder.scan import scan_folder
 from loopwarden.report.record import CoverageEntry, CoverageLedger, TableProfile
-from loopwarden.report.scan import scan_folder
 from loopwarden.report.templates import load_template
+from loopwarden.report.write.draft import STAGE_MAX_TOKENS, draft_messages, facts_for_model
+from loopwarden.report.write.offline_writer import WriterInput
 from reportkit import collect, finished, make_folder, make_record
 
 REVIEW_DONE = '{"major_issues": [], "minor_issues": [], "done": true}'

@@ -14,10 +14,10 @@ from loopwarden.events import Event, EventStamper, GuardVerdict, PhaseEnded, Run
 from loopwarden.models import FunctionModel, ModelRequest, ScriptedModel, call
 from loopwarden.models.scripted import ReplyLike
 from loopwarden.report.events import ExplorationCutOff, ExplorationDone, IsolationProbed
-from loopwarden.report.explore import CUT_OFF_MESSAGE, explore
-from loopwarden.report.paths import OUT_OF_BOUNDS
+from loopwarden.report.explore.loop import CUT_OFF_MESSAGE, explore
+from loopwarden.report.folder.paths import OUT_OF_BOUNDS
+from loopwarden.report.folder.scan import scan_folder
 from loopwarden.report.record import ExplorationRecord
-from loopwarden.report.scan import scan_folder
 
 
 @pytest.fixture
@@ -198,10 +198,10 @@ def test_finishing_with_some_files_unread_is_allowed_and_recorded(data: Path) ->
     record = record_of(run(data, model))
     assert record.stop_reason == "terminal_tool" and not record.degraded
     assert "a.txt" not in record.unread_at_finish and record.unread_at_finish
-    from loopwarden.report.gap import find_gaps
-    from loopwarden.report.offline_writer import WriterInput, offline_report
-    from loopwarden.report.scan import scan_folder
+    from loopwarden.report.folder.scan import scan_folder
     from loopwarden.report.templates import load_template
+    from loopwarden.report.write.gap import find_gaps
+    from loopwarden.report.write.offline_writer import WriterInput, offline_report
 
     template, scan = load_template("lab"), scan_folder(data)
     gaps = find_gaps(template, record, scan, figures_on=False)

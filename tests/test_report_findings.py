@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from loopwarden.report.findings import (
+from loopwarden.report.explore.findings import (
     cross_table_findings,
     independent_column,
     section,

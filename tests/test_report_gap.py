@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loopwarden.report.gap import find_gaps, has_material
+from loopwarden.report.folder.scan import scan_folder
 from loopwarden.report.record import CoverageEntry, CoverageLedger, ExplorationRecord
-from loopwarden.report.scan import scan_folder
 from loopwarden.report.templates import load_template
+from loopwarden.report.write.gap import find_gaps, has_material
 from reportkit import make_folder, make_record
 
 

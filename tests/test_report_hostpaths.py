@@ -6,7 +6,7 @@ from pathlib import Path
 
 from loopwarden import tool
 from loopwarden.executor import exception_result
-from loopwarden.report.hostpaths import scrub_host_paths
+from loopwarden.report.explore.hostpaths import scrub_host_paths
 
 
 def test_data_and_output_paths_become_relative_and_others_lose_their_folders(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import require_binary
-from loopwarden.report.latex import body_of, escape, format_number, strip_comments
+from loopwarden.report.write.latex import body_of, escape, format_number, strip_comments
 
 
 def test_specials_are_escaped() -> None:
@@ -38,8 +38,8 @@ def test_comments_and_body() -> None:
 @given(st.text(alphabet=st.characters(max_codepoint=0x2FF, exclude_categories=("Cs",)), max_size=60))
 def test_any_escaped_text_compiles(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
     require_binary("xelatex")
-    from loopwarden.report.compile import check_compiles
     from loopwarden.report.plan import probe_toolchain
+    from loopwarden.report.write.compile import check_compiles
 
     preamble = "\\documentclass{article}\n\\usepackage{fontspec}\n\\begin{document}\n"
     tex = f"{preamble}{escape(text)}\n\\end{{document}}\n"

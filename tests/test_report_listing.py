@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from loopwarden.report.listing import FileList, extensions
-from loopwarden.report.scan import (
+from loopwarden.report.folder.listing import FileList, extensions
+from loopwarden.report.folder.scan import (
     KINDS,
     SKIPPED_DIRS,
     FileEntry,

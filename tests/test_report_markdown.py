@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loopwarden.report.bib import Source
-from loopwarden.report.latex import escape
-from loopwarden.report.markdown import braced, latex_to_markdown
+from loopwarden.report.write.bib import Source
+from loopwarden.report.write.latex import escape
+from loopwarden.report.write.markdown import braced, latex_to_markdown
 
 TEX = r"""\documentclass{article}
 \usepackage{graphicx}

@@ -9,12 +9,12 @@ from pathlib import Path
 from loopwarden.events import Event, EventStamper
 from loopwarden.models import ModelRequest
 from loopwarden.report.events import ExplorationDone
-from loopwarden.report.explore import explore
-from loopwarden.report.offline import MAX_SEGMENTS, OfflineExplorer
+from loopwarden.report.explore.loop import explore
+from loopwarden.report.explore.offline import MAX_SEGMENTS, OfflineExplorer
+from loopwarden.report.explore.tools import ExplorationContext
+from loopwarden.report.folder.scan import scan_folder
 from loopwarden.report.sandbox.isolation import Isolation
 from loopwarden.report.sandbox.runner import FigureSandbox
-from loopwarden.report.scan import scan_folder
-from loopwarden.report.tools import ExplorationContext
 
 
 def test_long_documents_are_read_in_segments(tmp_path: Path) -> None:

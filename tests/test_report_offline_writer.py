@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from loopwarden.report.bib import collect_sources
-from loopwarden.report.gap import Gap
-from loopwarden.report.offline_writer import WriterInput, offline_report, skeleton
-from loopwarden.report.reflect import offline_review
-from loopwarden.report.scan import scan_folder
+from loopwarden.report.folder.scan import scan_folder
 from loopwarden.report.templates import load_template
+from loopwarden.report.write.bib import collect_sources
+from loopwarden.report.write.gap import Gap
+from loopwarden.report.write.offline_writer import WriterInput, offline_report, skeleton
+from loopwarden.report.write.reflect import offline_review
 from reportkit import make_folder, make_record
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopwarden.report.paths import OUT_OF_BOUNDS, OutOfBounds, PathGuard
+from loopwarden.report.folder.paths import OUT_OF_BOUNDS, OutOfBounds, PathGuard
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwarden.models import FunctionModel, ModelRequest
-from loopwarden.report.paths import PathGuard
+from loopwarden.report.folder.paths import PathGuard
 from loopwarden.report.readers import MAX_CHARS, FileReader
 from loopwarden.report.readers.images import NO_READER, OcrReader, read_image_bytes
 from loopwarden.report.readers.text import STEP, LineIndex

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from loopwarden.models import ModelRequest, ScriptedModel
 from loopwarden.report.events import ReflectionVerdict
-from loopwarden.report.reflect import change_fraction, parse_verdict
+from loopwarden.report.write.reflect import change_fraction, parse_verdict
 from reportkit import collect, finished, terminal_states
 
 V1 = "\\documentclass{article}\n\\begin{document}\n\\section{Results}\nFirst draft.\n\\end{document}\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwarden.report.scan import FileEntry, ScanResult, kind_of, scan_folder
+from loopwarden.report.folder.scan import FileEntry, ScanResult, kind_of, scan_folder
 
 
 def make(root: Path, files: dict[str, bytes]) -> None:

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from describedcorpus import MONTHS, weather_folder
-from loopwarden.report.findings import table_findings
-from loopwarden.report.statistics import fact_sentence, table_facts, table_kind
+from loopwarden.report.explore.findings import table_findings
+from loopwarden.report.explore.statistics import fact_sentence, table_facts, table_kind
 
 pytest.importorskip("vega_datasets")
 

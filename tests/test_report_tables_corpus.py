@@ -14,7 +14,7 @@ pytest.importorskip("vega_datasets", reason="the corpus extra is not installed")
 pytest.importorskip("sklearn", reason="the corpus extra is not installed")
 
 import tablecorpus
-from loopwarden.report.paths import PathGuard
+from loopwarden.report.folder.paths import PathGuard
 from loopwarden.report.readers import FileReader
 
 CASES = tablecorpus.cases()

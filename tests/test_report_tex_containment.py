@@ -12,11 +12,11 @@ import pytest
 
 from helpers import require_binary
 from loopwarden.models import ScriptedModel
-from loopwarden.report.compile import compile_tex
 from loopwarden.report.events import CompileError, DraftRejected
 from loopwarden.report.plan import probe_toolchain
 from loopwarden.report.sandbox.isolation import Isolation, probe_bwrap
 from loopwarden.report.sandbox.texrun import TexLimits, run_tex, tex_isolation
+from loopwarden.report.write.compile import compile_tex
 from reportkit import collect, finished
 
 SECRET = "TOPSECRET-4417"

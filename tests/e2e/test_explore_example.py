@@ -11,12 +11,12 @@ from loopwarden.events import Event, EventStamper
 from loopwarden.models import FunctionModel, ModelRequest, call
 from loopwarden.models.scripted import ReplyLike
 from loopwarden.report.events import ExplorationCutOff, ExplorationDone, IsolationProbed, Milestone, ReportFinished
-from loopwarden.report.explore import CUT_OFF_MESSAGE, explore
-from loopwarden.report.offline import OfflineExplorer
+from loopwarden.report.explore.loop import CUT_OFF_MESSAGE, explore
+from loopwarden.report.explore.offline import OfflineExplorer
+from loopwarden.report.folder.scan import scan_folder
 from loopwarden.report.pipeline import ReportConfig, ReportModels, run_report
 from loopwarden.report.plan import Toolchain
 from loopwarden.report.readers.images import OcrReader
-from loopwarden.report.scan import scan_folder
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "field-scan"
 COLUMNS = ("position_mm", "field_mT", "temperature_C")

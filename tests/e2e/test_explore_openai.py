@@ -16,8 +16,8 @@ from loopwarden.events import Event, EventStamper
 from loopwarden.models.config import EndpointConfig
 from loopwarden.models.openai_compat import build_model
 from loopwarden.report.events import ExplorationCutOff, ExplorationDone
-from loopwarden.report.explore import CUT_OFF_MESSAGE, explore
-from loopwarden.report.scan import scan_folder
+from loopwarden.report.explore.loop import CUT_OFF_MESSAGE, explore
+from loopwarden.report.folder.scan import scan_folder
 from openai_server import Reply, ScriptedServer, stream, tool_call
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from loopwarden.models.config import DEFAULT_PRICES, EndpointConfig
 from loopwarden.report.events import DraftRejected, ReflectionVerdict
-from loopwarden.report.offline import OfflineExplorer
+from loopwarden.report.explore.offline import OfflineExplorer
 from loopwarden.report.pipeline import ReportConfig, ReportModels, run_report
 from openai_server import Reply, ScriptedServer, completion, error, usage
 from reportkit import NO_LATEX, finished, make_folder

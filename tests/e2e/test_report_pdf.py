@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from helpers import require_binary
-from loopwarden.report.compile import compile_tex
-from loopwarden.report.latex import find_cjk_font
 from loopwarden.report.plan import probe_toolchain
+from loopwarden.report.write.compile import compile_tex
+from loopwarden.report.write.latex import find_cjk_font
 from reportkit import collect, finished, make_folder, make_record
 
 REPO = Path(__file__).resolve().parents[2]

@@ -23,8 +23,8 @@ import pandas as pd
 import pytest
 
 from describedcorpus import MONTHS, penguins_folder, raw_frames, sklearn_folder, weather_folder
-from loopwarden.report.latex import escape, format_number
-from loopwarden.report.offline_writer import _size
+from loopwarden.report.write.latex import escape, format_number
+from loopwarden.report.write.offline_writer import _size
 
 pytest.importorskip("sklearn")
 pytest.importorskip("vega_datasets")

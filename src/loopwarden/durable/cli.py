@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Annotated
@@ -33,7 +34,7 @@ def register(app: typer.Typer) -> None:
         try:
             from .engine import launch
 
-            engine = launch(Database.resolve(state_dir), executes_runs=True)
+            engine = launch(Database.resolve(state_dir), executes_runs=True, on_lost=_stop_now)
         except ModuleNotFoundError as error:
             typer.echo(f"error: durable runs need the durable extra ({error.name} is missing)", err=True)
             raise typer.Exit(2) from None
@@ -46,3 +47,14 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"loopwarden: worker {engine.executor_id} ready on {engine.database.describe()}", err=True)
         stop.wait()
         engine.shutdown()
+
+
+LOST_EXIT = 3
+
+
+def _stop_now(message: str) -> None:
+    """The worker's slot is gone, so its runs may already be running elsewhere: not one more step
+    here (no clean shutdown, which would wait for workflows to write)."""
+    sys.stderr.write(f"error: {message}\n")
+    sys.stderr.flush()
+    os._exit(LOST_EXIT)

@@ -6,13 +6,22 @@ Executor ids on Postgres are claimed, not configured: worker N holds the session
 `WORKER_SLOT_LOCK + N` for its whole life and calls itself `worker-N`. Two live workers can never
 share an id, and a worker that died (even by SIGKILL: Postgres drops its session and the lock)
 leaves its slot free. Every worker checks, every `SWEEP_S` seconds, for runs left pending by a
-slot nobody holds, and hands them back to the queue (DBOS recovery), where any worker picks them
-up and replays them from their recorded steps. A worker that restarts takes the lowest free slot,
-so usually it finds its own runs at launch.
+slot nobody holds (in two checks in a row), and hands them back to the queue (DBOS recovery),
+where any worker picks them up and replays them from their recorded steps. A worker that
+restarts takes the lowest free slot, so usually it finds its own runs at launch.
+
+The slot's session is the worker's heartbeat: Postgres ends it when the process dies, and, with
+the TCP keepalives set on it (`KEEPALIVE`), within about half a minute when the machine or the
+network goes. The other side of the lease: a worker whose own session is gone (a network cut,
+`pg_terminate_backend`) may already have had its runs handed to others, so it must not write
+another step: it stops within SWEEP_S / 2 (`on_lost`; `loopwarden worker` exits with one line),
+before the others, who wait for two free sightings SWEEP_S apart, hand its runs on; the step it
+was running is re-run there like any crashed step.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Callable
@@ -23,6 +32,7 @@ from .. import __version__
 from ..trace.store import RunStore
 from .database import Database, DatabaseError
 
+log = logging.getLogger(__name__)
 RUN_QUEUE = "loopwarden-runs"
 APP_NAME = "loopwarden"
 APP_VERSION = f"loopwarden-{__version__}"
@@ -30,6 +40,8 @@ QUEUE_POLL_S = 0.1
 WORKER_SLOT_LOCK = 0x6C77_0000
 MAX_WORKER_SLOTS = 4096
 SWEEP_S = 2.0
+KEEPALIVE = {"keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
+"""TCP keepalives on the slot session, set on both ends (libpq's and the server's settings)."""
 
 
 @dataclass
@@ -57,9 +69,11 @@ def launch(
     executes_runs: bool,
     global_concurrency: int | None = None,
     wake: Callable[[str], None] | None = None,
+    on_lost: Callable[[str], None] | None = None,
 ) -> Engine:
     """Check the database (DatabaseError in one line), open the run store, start DBOS. With
-    `global_concurrency` this process also sets the run queue's limit across all workers."""
+    `global_concurrency` this process also sets the run queue's limit across all workers.
+    `on_lost(message)` is called (from the sweep thread) if a worker loses its slot session."""
     database.check()
     from dbos import DBOS
 
@@ -98,14 +112,18 @@ def launch(
     )
     engine = Engine(database, store, executor_id, executes_runs, slot)
     if slot is not None:
-        threading.Thread(target=_sweep, args=(engine,), name="loopwarden-sweep", daemon=True).start()
+        lost = on_lost or (lambda message: log.error("%s", message))
+        threading.Thread(target=_sweep, args=(engine, lost), name="loopwarden-sweep", daemon=True).start()
     return engine
 
 
 def _claim_worker_slot(database: Database) -> tuple[str, Any]:
     import psycopg
+    from psycopg.conninfo import make_conninfo
 
-    conn = psycopg.connect(database.libpq_url, autocommit=True)
+    server_side = " ".join(f"-c tcp_{name}={value}" for name, value in KEEPALIVE.items())
+    conninfo = make_conninfo(database.libpq_url, keepalives=1, options=server_side, **KEEPALIVE)
+    conn = psycopg.connect(conninfo, autocommit=True)
     for n in range(1, MAX_WORKER_SLOTS + 1):
         row = conn.execute("SELECT pg_try_advisory_lock(%s)", (WORKER_SLOT_LOCK + n,)).fetchone()
         if row is not None and row[0]:
@@ -114,28 +132,51 @@ def _claim_worker_slot(database: Database) -> tuple[str, Any]:
     raise DatabaseError(f"all {MAX_WORKER_SLOTS} worker slots are taken")
 
 
-def _sweep(engine: Engine) -> None:
-    """Recover runs whose worker is gone (its slot lock is free), until shut down."""
+def _sweep(engine: Engine, on_lost: Callable[[str], None]) -> None:
+    """Until shut down: every SWEEP_S / 2 check this worker's own slot session (gone: stop), and
+    every SWEEP_S recover the runs of slots found free twice in a row, so a worker that lost its
+    session has stopped (it checks twice as often) before its runs are handed on."""
+    import psycopg
     from dbos import DBOS
 
     conn = engine._slot
-    while not engine._stop.wait(SWEEP_S):
+    free_before: set[str] = set()
+    tick = 0
+    while not engine._stop.wait(SWEEP_S / 2):
         try:
-            rows = conn.execute(
-                "SELECT DISTINCT executor_id FROM dbos.workflow_status"
-                " WHERE status = 'PENDING' AND executor_id LIKE 'worker-%%' AND executor_id <> %s",
-                (engine.executor_id,),
-            ).fetchall()
-            for (executor_id,) in rows:
-                lock = WORKER_SLOT_LOCK + int(executor_id.removeprefix("worker-"))
-                taken = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock,)).fetchone()
-                if not (taken and taken[0]):
-                    continue  # its worker is alive
-                try:
-                    DBOS._recover_pending_workflows([executor_id])
-                finally:
-                    conn.execute("SELECT pg_advisory_unlock(%s)", (lock,))
-        except Exception:  # a lost connection ends sweeping, not the worker
-            if engine._stop.is_set():
-                return
+            conn.execute("SELECT 1")
+        except psycopg.Error as error:
+            if not engine._stop.is_set():
+                reason = " ".join(str(error).split()) or type(error).__name__
+                on_lost(f"{engine.executor_id} lost its database session ({reason}): its runs go to other workers")
+            return
+        tick += 1
+        if tick % 2:
             continue
+        try:
+            free_before = _recover_dead_workers(engine, conn, DBOS, free_before)
+        except Exception as error:  # the next round tries again; a lost session is caught above
+            log.warning("recovering dead workers' runs: %s", error)
+
+
+def _recover_dead_workers(engine: Engine, conn: Any, dbos: Any, free_before: set[str]) -> set[str]:
+    """Hand back to the queue the pending runs of slots that were free last time and still are;
+    returns the slots free now."""
+    rows = conn.execute(
+        "SELECT DISTINCT executor_id FROM dbos.workflow_status"
+        " WHERE status = 'PENDING' AND executor_id LIKE 'worker-%%' AND executor_id <> %s",
+        (engine.executor_id,),
+    ).fetchall()
+    free = set()
+    for (executor_id,) in rows:
+        lock = WORKER_SLOT_LOCK + int(executor_id.removeprefix("worker-"))
+        taken = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock,)).fetchone()
+        if not (taken and taken[0]):
+            continue  # its worker is alive
+        free.add(executor_id)
+        try:
+            if executor_id in free_before:
+                dbos._recover_pending_workflows([executor_id])
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (lock,))
+    return free

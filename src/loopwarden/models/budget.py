@@ -5,7 +5,7 @@ unchanged is refused again. The client budgets every request: the output cap fir
 `max_tokens`, lowered to what the window leaves), then the prompt, by clipping the longest
 message contents (tool results before user text; never the system prompt, and the last message
 only as a last resort) with a marker that says how much was cut. Stages that build big prompts
-(drafting, review) budget their own material by priority first (`report.draft`); this is the
+(drafting, review) budget their own material by priority first (`report.write.draft`); this is the
 backstop for every request, the tool loop's growing history included.
 
 Tokens are estimated, not counted (no tokenizer is loaded): ASCII text at 3 characters a token,

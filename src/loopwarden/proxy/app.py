@@ -28,8 +28,10 @@ from starlette.routing import Route
 from ..models.base import ModelReply, ModelRequest
 from ..trace.exchanges import append_exchange
 from ..trace.store import RunStore
+from .announce import announce
 from .history import CONVERSATION_HEADER, BadRequest, Conversation, read_conversation
 from .replay import Outcome, WirePolicy, replay
+from .resume import DEFAULT_ENTRIES, ResumeCache
 from .upstream import Streamed, UpstreamError, post_json, post_stream, reply_from_completion, upstream_headers
 
 log = logging.getLogger("loopwarden.proxy")
@@ -49,6 +51,9 @@ class ProxySettings:
     timeout: float = 600.0
     api_key: str | None = None
     """Sent upstream when the client sends no key of its own."""
+    resume_entries: int = DEFAULT_ENTRIES
+    """Paused runs kept for the next request of their conversation (resume.py); 0 replays every
+    request in full."""
 
 
 def openai_error(
@@ -87,12 +92,14 @@ class _ProxyState:
         self.client = httpx.AsyncClient(base_url=base, timeout=httpx.Timeout(settings.timeout, connect=10.0))
         self.store = RunStore(settings.store_path) if settings.store_path is not None else None
         self.store_lock = asyncio.Lock()
+        self.resume = ResumeCache(settings.resume_entries)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
         try:
             yield
         finally:
+            await self.resume.aclose()
             await self.client.aclose()
             if self.store is not None:
                 self.store.close()
@@ -155,12 +162,13 @@ class _ProxyState:
             return reply_from_completion(data)
 
         try:
-            outcome = await replay(body, conversation, policy, upstream, run_id=run_id)
+            outcome = await replay(body, conversation, policy, upstream, run_id=run_id, cache=self.resume)
         except UpstreamError as error:
             return _upstream_error(error)
         except BadRequest as error:
             return openai_error(400, str(error), param=error.param)
         await self._keep(run_id, outcome)
+        announce(run_id, outcome)
         if not outcome.stopped and upstream_body:
             return JSONResponse(upstream_body, headers={"x-loopwarden-verdict": _verdict_header(outcome)})
         return JSONResponse(
@@ -178,8 +186,9 @@ class _ProxyState:
 
         async def guard() -> None:
             try:
-                outcome = await replay(body, conversation, policy, upstream, run_id=run_id)
+                outcome = await replay(body, conversation, policy, upstream, run_id=run_id, cache=self.resume)
                 await self._keep(run_id, outcome)
+                announce(run_id, outcome)
                 if outcome.stopped or outcome.reply is None:
                     for event in stop_stream(outcome, streamed.last_chunk, body):
                         await queue.put(event)

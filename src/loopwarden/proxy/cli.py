@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from .resume import DEFAULT_ENTRIES
+
 
 def register(app: typer.Typer) -> None:
     @app.command()
@@ -29,11 +31,17 @@ def register(app: typer.Typer) -> None:
             list[str] | None, typer.Option(help="Switch a detector off by name (repeatable).")
         ] = None,
         max_model_calls: Annotated[int | None, typer.Option(help="Model calls per task.")] = None,
-        max_tokens: Annotated[int | None, typer.Option(help="Tokens per task (estimated for earlier turns).")] = None,
+        max_tokens: Annotated[int | None, typer.Option(help="Tokens per task (estimated from the history).")] = None,
         max_tool_rounds: Annotated[int | None, typer.Option(help="Tool rounds per task.")] = None,
         db: Annotated[
             Path | None, typer.Option(help="Run store for every proxied task (default: LOOPWARDEN_TRACE_DB).")
         ] = None,
+        resume_cache: Annotated[
+            int, typer.Option(help="Paused runs kept for their conversation's next request; 0 = replay each in full.")
+        ] = DEFAULT_ENTRIES,
+        quiet: Annotated[
+            bool, typer.Option(help="Print nothing per request (the guard's decisions go to stderr).")
+        ] = False,
     ) -> None:
         """Guard any agent's loops on the wire: an OpenAI-compatible proxy in front of UPSTREAM."""
         import uvicorn
@@ -52,6 +60,7 @@ def register(app: typer.Typer) -> None:
                 max_model_calls=max_model_calls,
                 max_tokens=max_tokens,
                 max_tool_rounds=max_tool_rounds,
+                resume_entries=resume_cache,
                 db=db or (Path(os.environ["LOOPWARDEN_TRACE_DB"]) if os.environ.get("LOOPWARDEN_TRACE_DB") else None),
             )
         except ProxyOptionError as error:
@@ -60,4 +69,18 @@ def register(app: typer.Typer) -> None:
         from .app import create_proxy
 
         typer.echo(f"loopwarden: proxy on http://{host}:{port}/v1 -> {settings.upstream}", err=True)
+        if not quiet:
+            _print_decisions()
         uvicorn.run(create_proxy(settings), host=host, port=port, log_level="warning")
+
+
+def _print_decisions() -> None:
+    import logging
+    import sys
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    events = logging.getLogger("loopwarden.proxy.events")
+    events.addHandler(handler)
+    events.setLevel(logging.INFO)
+    events.propagate = False

@@ -41,14 +41,18 @@ class Conversation:
     opening: list[Message]
     task: list[Message]
     replies: list[ModelReply]
-    results: list[ClientResult] = field(default_factory=list)
+    results: list[list[ClientResult]] = field(default_factory=list)
+    """Per assistant turn (same index as `replies`): the results the client sent for its calls."""
 
-    def take_result(self, tool: str, arguments: dict[str, Any]) -> str | None:
-        """The client's result for the first not yet used call of `tool` with these arguments
-        (or, failing an exact match, the first unused call of that tool)."""
+    def take_result(self, turn: int, tool: str, arguments: dict[str, Any]) -> str | None:
+        """The client's result for the first not yet used call of `tool` in assistant turn `turn`
+        with these arguments (or, failing an exact match, the first unused call of that tool in
+        that turn). Only the turn's own results: a result of a call the guard held back in an
+        earlier turn never answers a later call."""
         wanted = _canonical(arguments)
+        turn_results = self.results[turn] if 0 <= turn < len(self.results) else []
         for exact in (True, False):
-            for result in self.results:
+            for result in turn_results:
                 if result.used or result.tool != tool:
                     continue
                 if exact and _canonical(_loads(result.arguments)) != wanted:
@@ -68,17 +72,19 @@ def read_conversation(body: dict[str, Any], header_id: str | None = None) -> Con
     last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
     opening, task = messages[: last_user + 1], messages[last_user + 1 :]
     replies: list[ModelReply] = []
-    results: list[ClientResult] = []
+    results: list[list[ClientResult]] = []
     calls: dict[str, ToolCall] = {}
     for i, message in enumerate(task):
         if message["role"] == "assistant":
             reply = reply_from_message(message, f"messages[{last_user + 1 + i}]")
             replies.append(reply)
-            calls.update({c.id: c for c in reply.tool_calls})
+            results.append([])
+            calls = {c.id: c for c in reply.tool_calls}  # a result answers a call of the turn before it
         elif message["role"] == "tool":
             call = calls.get(str(message.get("tool_call_id")))
             if call is not None:
-                results.append(ClientResult(call.id, call.name, call.arguments, content_text(message.get("content"))))
+                content = content_text(message.get("content"))
+                results[-1].append(ClientResult(call.id, call.name, call.arguments, content))
     return Conversation(header_id or conversation_id(messages), opening, task, replies, results)
 
 

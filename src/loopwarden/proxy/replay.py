@@ -7,12 +7,14 @@ The first model call the history cannot answer is the live one: the run's reques
 (its messages with any nudge it injected, the tools it still offers, the tool_choice it forces) is
 mapped back onto the client's own request and sent upstream. The run goes on just far enough to
 give a verdict on every call in the live reply, and no further: the client executes those calls.
+There the run is paused and kept (resume.py): the client's next request, carrying those calls'
+results, resumes it instead of replaying the whole task again.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +24,8 @@ from ..events import Event
 from ..models.base import Message, ModelReply, ModelRequest, Usage
 from ..schema_tools import tool_from_schema
 from ..tools import Tool, ToolResult, business_failure
-from .history import BadRequest, Conversation
+from .history import BadRequest, Conversation, reply_from_message
+from .resume import HistoryHash, ResumeCache, history_hashes
 
 Upstream = Callable[[dict[str, Any]], Awaitable[ModelReply]]
 """Sends one request body upstream and returns the reply (raising to pass an upstream error on)."""
@@ -64,6 +67,9 @@ class Outcome:
     """Set when the guard stopped the task: the client gets a stop message instead of the calls."""
     stop_message: str = ""
     final_output: Any = None
+    fresh: int = 0
+    """Index of the first event this request told first (the ones before it the previous request
+    of the conversation told already)."""
 
     @property
     def stopped(self) -> bool:
@@ -75,37 +81,61 @@ class _LiveTurnOver(Exception):
     not answered the first one yet, so the replay ends there."""
 
 
-class _ReplayModel:
-    """The conversation's assistant turns in order, then one live call upstream."""
+class _Session:
+    """What a run answers from: the request's history, then its live call. A paused run is
+    rebound to the request that resumes it (resume.py)."""
 
-    def __init__(self, name: str, conversation: Conversation, body: dict[str, Any], upstream: Upstream) -> None:
-        self.name = name
-        self._conversation, self._body, self._upstream = conversation, body, upstream
-        self._next = 0
+    def __init__(self, conversation: Conversation, body: dict[str, Any], upstream: Upstream) -> None:
+        self.served = 0
+        """Replies handed to the run so far, the live one included."""
+        self.rebind(conversation, body, upstream)
+
+    def rebind(self, conversation: Conversation, body: dict[str, Any], upstream: Upstream) -> None:
+        self.conversation, self.body, self.upstream = conversation, body, upstream
         self.live_reply: ModelReply | None = None
         self.forwarded: dict[str, Any] | None = None
 
+
+class _ReplayModel:
+    """The conversation's assistant turns in order, then one live call upstream.
+
+    Every turn reaches the run as the client's echo of it will read (text and calls, usage
+    estimated from the request), the live one too: the run's state is then a function of the
+    history alone, the same whether the turn was live, replayed, or resumed."""
+
+    def __init__(self, name: str, session: _Session) -> None:
+        self.name = name
+        self.session = session
+
     async def complete(self, request: ModelRequest) -> ModelReply:
-        replies = self._conversation.replies
-        if self._next < len(replies):
-            reply = replies[self._next]
-            self._next += 1
-            return reply.model_copy(update={"usage": _estimated_usage(request, reply)})
-        if self.live_reply is not None:
+        session = self.session
+        replies = session.conversation.replies
+        if session.served < len(replies):
+            reply = replies[session.served]
+        elif session.live_reply is not None:
             raise _LiveTurnOver
-        self.forwarded = forward_body(self._body, self._conversation, request)
-        self.live_reply = await self._upstream(self.forwarded)
-        return self.live_reply
+        else:
+            session.forwarded = forward_body(session.body, session.conversation, request)
+            session.live_reply = await session.upstream(session.forwarded)
+            reply = as_echoed(session.live_reply)
+        session.served += 1
+        return reply.model_copy(update={"usage": _estimated_usage(request, reply)})
+
+
+def as_echoed(reply: ModelReply) -> ModelReply:
+    """A live reply as the history of the next request will show it."""
+    return reply_from_message(reply.assistant_message())
 
 
 def _estimated_usage(request: ModelRequest, reply: ModelReply) -> Usage:
-    """Usage of a turn the proxy did not see reported again: about four characters a token."""
+    """Usage of a turn, estimated (the client does not send usage back, so a replayed turn has no
+    other): about four characters a token."""
     sent = sum(len(json.dumps(m, ensure_ascii=False, default=str)) for m in request.messages)
     said = len(reply.text or "") + sum(len(c.name) + len(c.arguments) for c in reply.tool_calls)
     return Usage(prompt_tokens=sent // 4, completion_tokens=max(1, said // 4))
 
 
-def wire_tools(body: dict[str, Any], conversation: Conversation, policy: WirePolicy) -> list[Tool]:
+def wire_tools(body: dict[str, Any], session: _Session, policy: WirePolicy) -> list[Tool]:
     """The client's declared tools, each answering with the client's own results."""
     tools: list[Tool] = []
     seen: set[str] = set()
@@ -125,7 +155,7 @@ def wire_tools(body: dict[str, Any], conversation: Conversation, policy: WirePol
             tool_from_schema(
                 name,
                 parameters if isinstance(parameters, dict) else None,
-                _client_result(conversation, name),
+                _client_result(session, name),
                 description=str(function.get("description") or name),
                 terminal=name in policy.terminal_tools,
                 repeatable=name in policy.repeatable_tools,
@@ -137,9 +167,9 @@ def wire_tools(body: dict[str, Any], conversation: Conversation, policy: WirePol
     return tools
 
 
-def _client_result(conversation: Conversation, name: str) -> Callable[..., Awaitable[ToolResult]]:
+def _client_result(session: _Session, name: str) -> Callable[..., Awaitable[ToolResult]]:
     async def answer(**arguments: Any) -> ToolResult:  # async: no worker thread for a lookup
-        content = conversation.take_result(name, arguments)
+        content = session.conversation.take_result(session.served - 1, name, arguments)
         if content is None:
             return ToolResult.failure("no_result", f"the client sent no result for this call of {name}")
         return ToolResult.success(_parsed(content))
@@ -154,51 +184,107 @@ def _parsed(content: str) -> Any:
         return content
 
 
+@dataclass
+class _Paused:
+    """A run stopped after its verdicts on a live reply, waiting for the client's results."""
+
+    stream: AsyncIterator[Event]
+    session: _Session
+    events: list[Event]
+    size: int
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()  # type: ignore[attr-defined]
+
+
+def _context(body: dict[str, Any], policy: WirePolicy, run_id: str) -> list[Any]:
+    """What shapes a run besides its history: a paused run resumes only where all of it matches."""
+    sets = (policy.terminal_tools, policy.repeatable_tools, policy.write_tools)
+    return [run_id, body.get("model"), body.get("tools"), *(sorted(s) for s in sets)]
+
+
 async def replay(
-    body: dict[str, Any], conversation: Conversation, policy: WirePolicy, upstream: Upstream, *, run_id: str
+    body: dict[str, Any],
+    conversation: Conversation,
+    policy: WirePolicy,
+    upstream: Upstream,
+    *,
+    run_id: str,
+    cache: ResumeCache | None = None,
 ) -> Outcome:
-    """Replay the task, make the live call, and return the guard's decision on it."""
-    model = _ReplayModel(str(body.get("model") or "upstream"), conversation, body, upstream)
-    agent = Agent(model, wire_tools(body, conversation, policy), config=policy.config, trace=False)
-    events: list[Event] = []
+    """Replay the task (or resume it where the previous request left it), make the live call,
+    and return the guard's decision on it."""
+    running: HistoryHash | None = None
+    paused = None
+    if cache is not None:
+        prefix, running = history_hashes(
+            _context(body, policy, run_id), conversation.opening, conversation.task, conversation.replies
+        )
+        paused = cache.take(prefix) if prefix is not None else None
+    fresh, history_turn = 0, None
+    if isinstance(paused, _Paused):
+        session, stream, events = paused.session, paused.stream, paused.events
+        session.rebind(conversation, body, upstream)
+        fresh = len(events)
+    else:
+        session, events = _Session(conversation, body, upstream), []
+        model = _ReplayModel(str(body.get("model") or "upstream"), session)
+        agent = Agent(model, wire_tools(body, session, policy), config=policy.config, trace=False)
+        stream = agent.stream(list(conversation.opening), run_id=run_id)
     live_turn: int | None = None
     live_calls = 0
     verdicts: list[Verdict] = []
-    stream = agent.stream(list(conversation.opening), run_id=run_id)
+    keep = False
     try:
         async for event in stream:
             events.append(event)
             data = event.model_dump(mode="json")
             kind = data.get("type")
-            if model.live_reply is not None and live_turn is None and kind == "model_called":
-                live_turn, live_calls = data["turn"], len(model.live_reply.tool_calls)
+            if (
+                kind == "model_called"
+                and session.live_reply is None
+                and 0 < session.served == len(conversation.replies)
+            ):
+                history_turn, fresh = data["turn"], len(events)  # the last turn the previous request saw live
+            elif kind == "guard_verdict" and data.get("call_id") and data["turn"] == history_turn:
+                fresh = len(events)
+            if session.live_reply is not None and live_turn is None and kind == "model_called":
+                live_turn, live_calls = data["turn"], len(session.live_reply.tool_calls)
             if live_turn is not None and kind == "guard_verdict" and data.get("call_id") and data["turn"] == live_turn:
                 verdicts.append(Verdict(data["call_id"], data.get("tool") or "", data["action"], data["reason"]))
                 if len(verdicts) == live_calls:
-                    break  # every live call has its verdict: the client runs them, not us
+                    # every live call has its verdict: the client runs them, not us; the run
+                    # waits here for their results (unless the guard stopped the task)
+                    keep = running is not None and all(v.action != "stopped" for v in verdicts)
+                    break
             if kind == "run_finished":
-                return _finished(events, model, verdicts, data)
+                outcome = _finished(events, session, verdicts, data)
+                outcome.fresh = fresh
+                return outcome
     except _LiveTurnOver:
         pass
     finally:
-        await stream.aclose()  # type: ignore[attr-defined]
+        if not keep:
+            await stream.aclose()  # type: ignore[attr-defined]
+    if keep and cache is not None and running is not None and session.live_reply is not None:
+        running.add_reply(as_echoed(session.live_reply))
+        await cache.put(running.digest(), _Paused(stream, session, list(events), running.size))
     stopped = next((v for v in verdicts if v.action == "stopped"), None)
-    if stopped is not None:
-        return Outcome(events, model.live_reply, model.forwarded, verdicts, "repeated_call", stopped.reason)
-    return Outcome(events, model.live_reply, model.forwarded, verdicts, None)
+    stop_reason, stop_message = ("repeated_call", stopped.reason) if stopped is not None else (None, "")
+    return Outcome(events, session.live_reply, session.forwarded, verdicts, stop_reason, stop_message, fresh=fresh)
 
 
-def _finished(events: list[Event], model: _ReplayModel, verdicts: list[Verdict], data: dict[str, Any]) -> Outcome:
+def _finished(events: list[Event], session: _Session, verdicts: list[Verdict], data: dict[str, Any]) -> Outcome:
     """The run ended. With the live reply as its answer, that reply goes to the client as it is;
     ended before any live call (a stop found in the history), the client is told why."""
-    if model.live_reply is not None and data.get("status") == "completed":
-        return Outcome(events, model.live_reply, model.forwarded, verdicts, None, final_output=data.get("output"))
-    if model.live_reply is not None and data.get("output"):
-        return Outcome(events, model.live_reply, model.forwarded, verdicts, None, final_output=data.get("output"))
+    if session.live_reply is not None and data.get("status") == "completed":
+        return Outcome(events, session.live_reply, session.forwarded, verdicts, None, final_output=data.get("output"))
+    if session.live_reply is not None and data.get("output"):
+        return Outcome(events, session.live_reply, session.forwarded, verdicts, None, final_output=data.get("output"))
     reason = str(data.get("stop_reason") or "stopped")
     phase = next((e for e in reversed(events) if e.model_dump().get("type") == "phase_ended"), None)
     message = str(phase.model_dump().get("message")) if phase is not None else reason
-    return Outcome(events, model.live_reply, model.forwarded, verdicts, reason, message, data.get("output"))
+    return Outcome(events, session.live_reply, session.forwarded, verdicts, reason, message, data.get("output"))
 
 
 # -- the run's request, mapped back onto the client's ---------------------------------------------

@@ -13,6 +13,7 @@ from ..guard.budget import Budgets
 from ..guard.ladder import Ladder
 from .app import ProxySettings
 from .replay import WirePolicy
+from .resume import DEFAULT_ENTRIES
 
 OFF = 10**9
 """A rung set to 0 on the command line never fires."""
@@ -35,6 +36,7 @@ def build_settings(
     max_tokens: int | None = None,
     max_tool_rounds: int | None = None,
     db: Path | None = None,
+    resume_entries: int = DEFAULT_ENTRIES,
 ) -> ProxySettings:
     parsed = urlparse(upstream)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
@@ -62,4 +64,6 @@ def build_settings(
         tool_timeout=None,
     )
     policy = WirePolicy(config, frozenset(terminal), frozenset(repeatable), frozenset(writes))
-    return ProxySettings(upstream=upstream, policy=policy, store_path=db)
+    if resume_entries < 0:
+        raise ProxyOptionError(f"--resume-cache is a number of paused runs (0 = off), not {resume_entries}")
+    return ProxySettings(upstream=upstream, policy=policy, store_path=db, resume_entries=resume_entries)

@@ -6,9 +6,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .descriptions import Description
-from .injection import SuspectedInjection
-
 CoverageStatus = Literal["read", "partial", "skipped", "unread"]
 
 
@@ -42,6 +39,30 @@ class TableProfile(BaseModel):
     units: dict[str, str] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     """What the reader had to decide (skipped metadata, generated names, non-numeric cells)."""
+
+
+class Description(BaseModel):
+    path: str
+    title: str | None = None
+    """A real heading of the file; None when it has none."""
+    summary: str = ""
+    """The first paragraph of prose, as written."""
+    goal: str | None = None
+    """The first sentence that says what the data is for, as written."""
+    units: dict[str, str] = Field(default_factory=dict)
+    """quantity -> unit, as the file states them ("sepal length in cm")."""
+    readme: bool = False
+
+
+class SuspectedInjection(BaseModel):
+    path: str
+    line: int
+    """1-based line of the text as read (a table's profile, a document's text)."""
+    excerpt: str
+    """The flagged line, clipped: shown as data, never as an instruction."""
+
+    def describe(self) -> str:
+        return f"{self.path} line {self.line}: {self.excerpt!r}"
 
 
 class Fact(BaseModel):

@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING, Any
 from ..approval import ApprovalGate
 from ..events import Event, EventStamper, Totals
 from ..models.base import Model
-from .bib import Source, collect_sources
 from .config import ReportConfig
-from .draft import Session
 from .events import ExplorationDone, FigureMade, GapFound, ReportStatus, ScanDone
-from .gap import Gap, find_gaps, has_material
-from .latex import find_cjk_font, has_cjk
-from .markdown import latex_to_markdown
-from .offline_writer import WriterInput
+from .folder.scan import ScanResult, scan_folder
 from .plan import Stage, Toolchain
 from .record import ExplorationRecord
-from .scan import ScanResult, scan_folder
 from .templates import Template
-from .writing import Writing, atomic_write, bibliography, compile_report, draft, reflect_round
+from .write.bib import Source, collect_sources
+from .write.draft import Session
+from .write.gap import Gap, find_gaps, has_material
+from .write.latex import find_cjk_font, has_cjk
+from .write.markdown import latex_to_markdown
+from .write.offline_writer import WriterInput
+from .write.writing import Writing, atomic_write, bibliography, compile_report, draft, reflect_round
 
 OUTPUT_NAMES = ("report.tex", "report.pdf", "report.md", "references.bib", "events.jsonl", "exploration.json")
 
@@ -121,7 +121,7 @@ class Context:
         """One line per file (or group) not read in full, for the summary: what and why."""
         if self.record is None:
             return []
-        from .coverage import ledger_rows
+        from .folder.coverage import ledger_rows
 
         rows, left_out = ledger_rows(self.record.coverage, self.record.groups, limit=limit)
         lines = [f"{path}: {status} ({note})" if note else f"{path}: {status}"
@@ -183,7 +183,7 @@ async def _scan(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
 
 async def _explore(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
     assert ctx.scan is not None
-    explore_module = importlib.import_module("loopwarden.report.explore")
+    explore_module = importlib.import_module("loopwarden.report.explore.loop")
     model, vision = _explorer_models(ctx)
     async for event in explore_module.explore(
         ctx.config.data_dir,
@@ -225,7 +225,7 @@ def _explorer_models(ctx: Context) -> tuple[Model, Model | None]:
         return ctx.models.explorer, ctx.models.vision
     endpoint = ctx.config.endpoint
     if endpoint is None:
-        offline = importlib.import_module("loopwarden.report.offline")
+        offline = importlib.import_module("loopwarden.report.explore.offline")
         explorer: Model = offline.OfflineExplorer()
         return explorer, None
     from ..models.openai_compat import build_model

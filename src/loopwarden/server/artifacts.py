@@ -13,7 +13,7 @@ from urllib.parse import quote
 from fastapi import HTTPException
 from fastapi.responses import Response, StreamingResponse
 
-from ..report.paths import OutOfBounds, PathGuard
+from ..report.folder.paths import OutOfBounds, PathGuard
 from ..trace.store import RunRecord, RunStore
 
 INLINE_TYPES = {

@@ -1,7 +1,12 @@
 """Resumable Server-Sent Events for one run. Every frame's `id` is the event's sequence number,
 read from the store (events are committed before anyone is woken), so a client that reconnects
 with `Last-Event-ID: N` gets N+1 onward exactly once, then live events. When the run is over and
-everything is sent, an `end` frame (no id) tells the page to close the stream."""
+everything is sent, an `end` frame (no id) tells the page to close the stream.
+
+The store is read on a small pool of threads, never on the event loop: a read may wait on the
+network (the Postgres store) or on a writer's lock (SQLite), and one slow read must not hold up
+every other stream, request and heartbeat of the process. The pool also bounds the store
+connections SSE holds (each thread keeps its own)."""
 
 from __future__ import annotations
 
@@ -10,8 +15,10 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import LoopwardenError
+from ..trace.records import RunRecord, StoredEvent
 from ..trace.store import RunStore
 from .runner import RunSignals
 
@@ -19,6 +26,8 @@ MAX_ID_DIGITS = 18  # below 2**63: SQLite's INTEGER range
 _DIGITS = re.compile(r"[0-9]+")
 BATCH = 200
 RETRY_MS = 1000
+READ_THREADS = 4
+_readers = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="loopwarden-sse")
 
 
 class BadLastEventId(LoopwardenError, ValueError):
@@ -51,9 +60,10 @@ async def run_event_frames(
     `poll_s` bounds the wait when nothing wakes us (events written by another process)."""
     last = after_seq
     first = True
+    loop = asyncio.get_running_loop()
     while True:
-        waiter = signals.waiter(run_id)
-        rows = store.event_rows(run_id, last, limit=BATCH)
+        waiter = signals.waiter(run_id)  # before the read: a commit in between still wakes us
+        rows, run = await loop.run_in_executor(_readers, _read, store, run_id, last)
         for row in rows:
             # The data is one line of JSON (newlines inside strings are escaped as \n), so no
             # content can end the frame or inject an `id:`/`event:` line.
@@ -65,9 +75,15 @@ async def run_event_frames(
             last = row.seq
         if rows:
             continue
-        run = store.get_run(run_id)
+        assert run is not None
         if run.finished and last >= run.last_seq:
             yield {"event": "end", "data": json.dumps({"status": run.status, "last_seq": run.last_seq})}
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(waiter.wait(), timeout=poll_s)
+
+
+def _read(store: RunStore, run_id: str, after_seq: int) -> tuple[list[StoredEvent], RunRecord | None]:
+    """The next batch of events; when there is none, the run's row (has it ended?)."""
+    rows = store.event_rows(run_id, after_seq, limit=BATCH)
+    return rows, None if rows else store.get_run(run_id)

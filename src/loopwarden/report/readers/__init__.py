@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass, field
 from io import BufferedReader
 
-from ..paths import PathGuard
+from ..folder.paths import PathGuard
+from ..folder.scan import IMAGE_EXTS, extension
 from ..record import TableProfile
-from ..scan import IMAGE_EXTS, extension
 from .documents import CONVERTERS
 from .profile import NotATable
 from .tables import TableRead, read_delimited, read_excel

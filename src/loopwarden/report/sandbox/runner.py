@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import paths as paths_module
+from ..folder import paths as paths_module
 from . import child as child_module
 from . import oslayers as oslayers_module
 from .isolation import Isolation
@@ -139,7 +139,10 @@ class FigureSandbox:
         for path in ["/usr", "/lib", "/lib64", "/bin", "/etc/fonts", *python_paths()]:
             argv += ["--ro-bind-try", path, path]
         argv += ["--ro-bind", str(self.data_root), str(self.data_root)]
-        argv += ["--ro-bind", str(Path(paths_module.__file__).parent), str(Path(paths_module.__file__).parent)]
+        # The child runs child.py and loads the path guard and the OS layers by file path.
+        modules = (child_module, paths_module, oslayers_module)
+        for folder in sorted({str(Path(str(module.__file__)).parent) for module in modules}):
+            argv += ["--ro-bind", folder, folder]
         argv += ["--bind", str(staging), str(staging), "--chdir", str(staging / "work"), "--"]
         return argv + python
 

@@ -12,8 +12,7 @@ import ast
 import re
 from pathlib import PurePosixPath
 
-from pydantic import BaseModel, Field
-
+from ..record import Description
 from .injection import find_injections
 
 DESCRIPTION_EXTS = frozenset({"md", "markdown", "rst", "txt", "tex", "py", "pdf", "docx", "org"})
@@ -34,17 +33,6 @@ _UNIT = re.compile(
 )
 
 
-class Description(BaseModel):
-    path: str
-    title: str | None = None
-    """A real heading of the file; None when it has none."""
-    summary: str = ""
-    """The first paragraph of prose, as written."""
-    goal: str | None = None
-    """The first sentence that says what the data is for, as written."""
-    units: dict[str, str] = Field(default_factory=dict)
-    """quantity -> unit, as the file states them ("sepal length in cm")."""
-    readme: bool = False
 
 
 def describe(path: str, text: str) -> Description | None:

@@ -9,8 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from .readers.tables import correlations
-from .record import FileGroupRecord, TableProfile
+from ..record import FileGroupRecord, TableProfile
 from .statistics import (
     class_column,
     column_sentences,
@@ -94,14 +93,6 @@ def group_findings(groups: list[FileGroupRecord], frames: dict[str, pd.DataFrame
             else:
                 text += f", whose columns differ ({len(shapes)} different column sets)"
         found.append(text + ".")
-    return found
-
-
-def strongest_correlations(frames: dict[str, pd.DataFrame]) -> list[str]:
-    found = []
-    for path, frame in frames.items():
-        for a, b, r in correlations(frame, top=1):
-            found.append(f"{path}: strongest correlation {a} ~ {b}, r = {r:+.3f}.")
     return found
 
 

@@ -9,8 +9,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..events import Event
-from ..models.base import Message
+from ...events import Event
+from ...models.base import Message
+from ..events import CitationsRemoved, CompileError, ReflectionVerdict
 from .bib import Source, bibtex_entries, check_citations, with_bibliography
 from .compile import compile_tex
 from .draft import (
@@ -22,7 +23,6 @@ from .draft import (
     failure_event,
     latex_with_retries,
 )
-from .events import CitationsRemoved, CompileError, ReflectionVerdict
 from .offline_writer import WriterInput, offline_report
 from .reflect import RoundResult, change_fraction, model_round, offline_review
 

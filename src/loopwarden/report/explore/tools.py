@@ -14,18 +14,18 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ..models.base import Model
-from ..tools import Tool, ToolResult, tool
-from .coverage import CoverageTracker
-from .groups import FileGroup, group_files
+from ...models.base import Model
+from ...tools import Tool, ToolResult, tool
+from ..folder.coverage import CoverageTracker
+from ..folder.groups import FileGroup, group_files
+from ..folder.paths import OUT_OF_BOUNDS, OutOfBounds, PathGuard, shown_name
+from ..folder.scan import IMAGE_EXTS, ScanResult, extension
+from ..readers import FileReader
+from ..readers.images import MAX_IMAGE_BYTES, OcrReader, read_image_bytes
+from ..readers.injection import DATA_NOTICE, find_injections
+from ..record import ExplorationRecord, FigureRecord, FileGroupRecord, SuspectedInjection, TableProfile
+from ..sandbox.runner import FigureSandbox
 from .hostpaths import scrub_host_paths
-from .injection import DATA_NOTICE, SuspectedInjection, find_injections
-from .paths import OUT_OF_BOUNDS, OutOfBounds, PathGuard, shown_name
-from .readers import FileReader
-from .readers.images import MAX_IMAGE_BYTES, OcrReader, read_image_bytes
-from .record import ExplorationRecord, FigureRecord, FileGroupRecord, TableProfile
-from .sandbox.runner import FigureSandbox
-from .scan import IMAGE_EXTS, ScanResult, extension
 
 MAX_LISTING = 300
 FIX_PATH = "use a path relative to the data folder, as shown by list_dir"

@@ -8,9 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from .record import ExplorationRecord
-from .scan import ScanResult
-from .templates import Template
+from ..folder.scan import ScanResult
+from ..record import ExplorationRecord
+from ..templates import Template
 
 GapKind = Literal["figures", "data", "section", "requirement", "coverage", "injection"]
 

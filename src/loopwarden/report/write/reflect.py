@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..events import Event
-from ..models.base import Message
+from ...events import Event
+from ...models.base import Message
 from .draft import REINFORCEMENT, Outcome, Session, facts_for_model, latex_with_retries
 from .latex import escape
 from .offline_writer import WriterInput

@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..events import Event, EventStamper, ModelCalled, ModelFailed, Totals
-from ..guard.budget import Price
-from ..models.base import Message, Model, ModelError, ModelRequest, Usage
-from ..models.budget import estimate_text_tokens, estimate_tokens
-from ..models.markup import find_markup, has_markup
-from ..verify import Verifier, first_failure
+from ...events import Event, EventStamper, ModelCalled, ModelFailed, Totals
+from ...guard.budget import Price
+from ...models.base import Message, Model, ModelError, ModelRequest, Usage
+from ...models.budget import estimate_text_tokens, estimate_tokens
+from ...models.markup import find_markup, has_markup
+from ...verify import Verifier, first_failure
+from ..events import DraftFailed, DraftRejected
+from ..plan import Toolchain
 from .compile import check_compiles
-from .events import DraftFailed, DraftRejected
 from .offline_writer import WriterInput, skeleton
-from .plan import Toolchain
 
 MAX_ATTEMPTS = 3
 STAGE_MAX_TOKENS = {"draft": 3072, "revision": 3072, "repair": 3072, "review": 768}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel
+from ..record import SuspectedInjection
 
 _PATTERNS = [
     r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:previous|prior|above|earlier|preceding|all|your)\b"
@@ -29,15 +29,6 @@ _INJECTION = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.IGNORECASE)
 MAX_PER_FILE = 5
 
 
-class SuspectedInjection(BaseModel):
-    path: str
-    line: int
-    """1-based line of the text as read (a table's profile, a document's text)."""
-    excerpt: str
-    """The flagged line, clipped: shown as data, never as an instruction."""
-
-    def describe(self) -> str:
-        return f"{self.path} line {self.line}: {self.excerpt!r}"
 
 
 def find_injections(path: str, text: str) -> list[SuspectedInjection]:

@@ -9,23 +9,23 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from ..agent import Agent
-from ..approval import ApprovalGate
-from ..config import LoopConfig
-from ..events import Event, EventStamper, RunFinished
-from ..guard.budget import Budgets
-from ..models.base import Model
-from .approvals import DenyAll, gate_code_tools
-from .descriptions import Description, describe, folder_title
-from .events import ExplorationCutOff, ExplorationDone, InjectionSuspected, IsolationProbed
-from .findings import cross_table_findings, strongest_correlations, table_findings
-from .groups import group_files
-from .injection import PROMPT_RULE
-from .readers.images import OcrReader
-from .record import ExplorationRecord, Fact
-from .sandbox.isolation import probe_isolation
-from .sandbox.runner import FigureSandbox
-from .scan import ScanResult
+from ...agent import Agent
+from ...approval import ApprovalGate
+from ...config import LoopConfig
+from ...events import Event, EventStamper, RunFinished
+from ...guard.budget import Budgets
+from ...models.base import Model
+from ..approvals import DenyAll, gate_code_tools
+from ..events import ExplorationCutOff, ExplorationDone, InjectionSuspected, IsolationProbed
+from ..folder.groups import group_files
+from ..folder.scan import ScanResult
+from ..readers.descriptions import describe, folder_title
+from ..readers.images import OcrReader
+from ..readers.injection import PROMPT_RULE
+from ..record import Description, ExplorationRecord, Fact
+from ..sandbox.isolation import probe_isolation
+from ..sandbox.runner import FigureSandbox
+from .findings import cross_table_findings, table_findings
 from .statistics import table_facts
 from .tools import ExplorationContext, exploration_tools
 
@@ -192,7 +192,7 @@ def fallback_record(ctx: ExplorationContext) -> ExplorationRecord:
     """The record when the model never finished: built from the tables and texts the tools read."""
     frames = ctx.frames()
     findings = [f for path, frame in frames.items() for f in table_findings(path, frame, ctx.tables.get(path))]
-    findings += cross_table_findings(frames) + strongest_correlations(frames)
+    findings += cross_table_findings(frames)
     read = ctx.coverage.ledger()
     title = folder_title(descriptions(ctx))
     if not findings:

@@ -16,8 +16,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from .readers.tables import correlations
-from .record import Fact, TableProfile
+from ..readers.tables import correlations
+from ..record import Fact, TableProfile
 
 TableKind = Literal["time_series", "categorical", "scan", "table"]
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")

@@ -16,12 +16,12 @@ import re
 from itertools import count
 from typing import Any
 
-from ..models.base import ModelReply, ModelRequest, ToolCall, Usage
-from .descriptions import first_sentence, folder_title, main_description
-from .explore import STEP_BUDGET, descriptions
+from ...models.base import ModelReply, ModelRequest, ToolCall, Usage
+from ..folder.groups import sampled_paths
+from ..readers import TABLE_EXTS
+from ..readers.descriptions import first_sentence, folder_title, main_description
 from .findings import cross_table_findings, group_findings, independent_column, section, table_findings
-from .groups import sampled_paths
-from .readers import TABLE_EXTS
+from .loop import STEP_BUDGET, descriptions
 from .statistics import numeric_columns, time_column
 from .tools import ExplorationContext
 

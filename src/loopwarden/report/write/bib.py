@@ -11,11 +11,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from .descriptions import describe
-from .injection import find_injections
+from ..folder.paths import real_name
+from ..folder.scan import ScanResult
+from ..readers.descriptions import describe
+from ..readers.injection import find_injections
 from .latex import escape
-from .paths import real_name
-from .scan import ScanResult
 
 MAX_CHARS = 20_000
 MAX_DOCUMENT_SOURCES = 200

@@ -13,8 +13,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .plan import Toolchain
-from .sandbox.texrun import run_tex
+from ..plan import Toolchain
+from ..sandbox.texrun import run_tex
 
 JOB = "report"
 BUILD_DIR = ".build"

@@ -13,16 +13,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..explore.statistics import fact_sentence
+from ..folder.coverage import ledger_rows
+from ..folder.groups import pattern_of as _pattern
+from ..folder.scan import KINDS, ScanResult
+from ..readers.descriptions import first_sentence, folder_title, main_description
+from ..record import ExplorationRecord, FigureRecord, TableProfile
+from ..templates import Lang, SectionSpec, Template
 from .bib import Source
-from .coverage import ledger_rows
-from .descriptions import first_sentence, folder_title, main_description
 from .gap import Gap
-from .groups import pattern_of as _pattern
 from .latex import escape, format_number
-from .record import ExplorationRecord, FigureRecord, TableProfile
-from .scan import KINDS, ScanResult
-from .statistics import fact_sentence
-from .templates import Lang, SectionSpec, Template
 
 STAT_COLUMNS = ("count", "mean", "std", "min", "max", "missing")
 MAX_LISTED_FILES = 40

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .record import CoverageEntry, CoverageLedger, CoverageStatus, FileGroupRecord
+from ..record import CoverageEntry, CoverageLedger, CoverageStatus, FileGroupRecord
 from .scan import ScanResult
 
 if TYPE_CHECKING:
-    from .readers import ReadOutcome
+    from ..readers import ReadOutcome
 
 
 class CoverageTracker:
