@@ -1,9 +1,12 @@
-"""What the guard on the wire costs: added latency per request (p50/p99) and time to first byte
-through `loopwarden proxy`, as ratios to going direct to the same upstream, at 1 and 50 concurrent
-conversations. Upstream, proxy and clients are separate processes on 127.0.0.1; direct and proxied
-rounds alternate so drift in the machine's speed hits both.
+"""What the guard on the wire costs: latency per request (p50/p99) and time to first byte through
+`loopwarden proxy`, as ratios to going direct to the same upstream, at 1 and 50 concurrent
+conversations of TURNS tool turns each. Two proxies are measured: as shipped (each request resumes
+the run its conversation's previous request paused, proxy/resume.py) and with `--resume-cache 0`
+(each request replays the whole task), so the cost of the replay shows in the same run. Upstream,
+proxies and clients are separate processes on 127.0.0.1; the paths take turns in each round so
+drift in the machine's speed hits all of them.
 
-    python bench/bench_proxy.py [--conversations 1 50] [--rounds 3]
+    python bench/bench_proxy.py [--conversations 1 50] [--rounds 3] [--turns 10]
 """
 
 from __future__ import annotations
@@ -101,42 +104,53 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] * 1000
 
 
+def row(n: int, figure: str, path: str, values: list[float], direct: list[float]) -> str:
+    p50, p99, d50, d99 = pct(values, 50), pct(values, 99), pct(direct, 50), pct(direct, 99)
+    return f"| {n} | {figure} | {path} | {p50:.1f} ms | {p50 / d50:.2f}x | {p99:.1f} ms | {p99 / d99:.2f}x |"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--conversations", type=int, nargs="+", default=[1, 50])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--turns", type=int, default=10)
     options = parser.parse_args()
-    up_port, proxy_port = free_port(), free_port()
-    upstream = start([sys.executable, str(HERE / "proxy_upstream.py"), str(up_port)], up_port)
+    up_port = free_port()
+    upstream = start([sys.executable, str(HERE / "proxy_upstream.py"), str(up_port), str(options.turns)], up_port)
     env = dict(os.environ, LOOPWARDEN_TRACE_DB="")
     proxy_args = [sys.executable, "-m", "loopwarden.cli", "proxy", "--upstream", f"http://127.0.0.1:{up_port}/v1"]
-    proxy = start([*proxy_args, "--port", str(proxy_port)], proxy_port, env)
+    paths = {"direct": f"http://127.0.0.1:{up_port}/v1"}
+    processes = [upstream]
     try:
-        direct, through = f"http://127.0.0.1:{up_port}/v1", f"http://127.0.0.1:{proxy_port}/v1"
-        print("| conversations | figure | direct p50 | proxy p50 | ratio p50 | direct p99 | proxy p99 | ratio p99 |")
-        print("|---|---|---|---|---|---|---|---|")
+        for name, extra in (("proxy", []), ("proxy, full replay", ["--resume-cache", "0"])):
+            port = free_port()
+            processes.append(start([*proxy_args, "--port", str(port), *extra], port, env))
+            paths[name] = f"http://127.0.0.1:{port}/v1"
+        print("| conversations | figure | path | p50 | p50 / direct | p99 | p99 / direct |")
+        print("|---|---|---|---|---|---|---|")
         for n in options.conversations:
-            asyncio.run(round_(direct, n))  # warm-up, both paths
-            asyncio.run(round_(through, n))
-            d_lat, d_first, p_lat, p_first = [], [], [], []
+            for base in paths.values():  # warm-up, every path
+                asyncio.run(round_(base, n))
+            latency: dict[str, list[float]] = {name: [] for name in paths}
+            first: dict[str, list[float]] = {name: [] for name in paths}
             for _ in range(options.rounds):
-                lat, first = asyncio.run(round_(direct, n))
-                d_lat += lat
-                d_first += first
-                lat, first = asyncio.run(round_(through, n))
-                p_lat += lat
-                p_first += first
-            for name, d, p in (("request latency", d_lat, p_lat), ("time to first byte", d_first, p_first)):
-                d50, p50, d99, p99 = pct(d, 50), pct(p, 50), pct(d, 99), pct(p, 99)
-                print(
-                    f"| {n} | {name} | {d50:.1f} ms | {p50:.1f} ms | {p50 / d50:.2f}x"
-                    f" | {d99:.1f} ms | {p99:.1f} ms | {p99 / d99:.2f}x |"
-                )
-            added = statistics.median(p_lat) - statistics.median(d_lat)
-            print(f"| {n} | added per request (median) | | {added * 1000:.1f} ms | | | | |")
-        print(f"\n_{len(d_lat)} requests per path per concurrency level; 10 tool turns + an answer per conversation._")
+                for name, base in paths.items():
+                    lat, firsts = asyncio.run(round_(base, n))
+                    latency[name] += lat
+                    first[name] += firsts
+            for figure, values in (("request latency", latency), ("time to first byte", first)):
+                for name in paths:
+                    print(row(n, figure, name, values[name], values["direct"]))
+            for name in list(paths)[1:]:
+                added = statistics.median(latency[name]) - statistics.median(latency["direct"])
+                print(f"| {n} | added per request (median) | {name} | {added * 1000:.1f} ms | | | |")
+        requests = len(latency["direct"])
+        print(
+            f"\n_{requests} requests per path at the last concurrency level; {options.turns} tool turns"
+            " + an answer per conversation._"
+        )
     finally:
-        for process in (proxy, upstream):
+        for process in reversed(processes):
             process.terminate()
             process.wait(30)
 

@@ -82,6 +82,14 @@ def _readable(message: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
+def langchain_payload(messages: list[Any]) -> list[dict[str, Any]]:
+    """What of LangChain messages a model reads (see _readable)."""
+    return [
+        _readable({"role": m.type, "content": m.content, "tool_calls": getattr(m, "tool_calls", None)})
+        for m in messages
+    ]
+
+
 # -- loopwarden --------------------------------------------------------------------------------
 
 
@@ -141,13 +149,7 @@ async def run_langgraph(scenario: Scenario, limit: int | None = None) -> Outcome
         def _generate(
             self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
         ) -> ChatResult:
-            def payload() -> list[dict[str, Any]]:
-                return [
-                    _readable({"role": m.type, "content": m.content, "tool_calls": getattr(m, "tool_calls", None)})
-                    for m in messages
-                ]
-
-            decision = meter.decide(prompt_chars=lambda: chars(payload()), tools_offered=True)
+            decision = meter.decide(prompt_chars=lambda: chars(langchain_payload(messages)), tools_offered=True)
             if isinstance(decision, Answer):
                 message = AIMessage(content=decision.text)
             else:

@@ -1,5 +1,8 @@
 """A fast OpenAI-compatible upstream for bench_proxy.py, run as its own process: each
-conversation reads TURNS distinct files (one streamed tool call per turn), then answers."""
+conversation reads TURNS distinct files (one streamed tool call per turn), then answers.
+
+    python bench/proxy_upstream.py PORT [TURNS]
+"""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-TURNS = 10
+TURNS = int(sys.argv[2]) if len(sys.argv) > 2 else 10
 
 
 def _chunk(delta: dict[str, object], finish: str | None = None) -> bytes:

@@ -85,23 +85,29 @@ def read_log(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in file.read_text().splitlines()] if file.exists() else []
 
 
-def env_for(database_url: str | None) -> dict[str, str]:
+def env_for(database_url: str | None, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("LOOPWARDEN_TOKEN", "LOOPWARDEN_DATABASE_URL")}
     if database_url:
         env["LOOPWARDEN_DATABASE_URL"] = database_url
-    return env
+    return env | (extra or {})
 
 
 @contextmanager
 def serve(
-    state: Path, allowed: Path, *, database_url: str | None = None, concurrency: int = 4
+    state: Path,
+    allowed: Path,
+    *,
+    database_url: str | None = None,
+    concurrency: int = 4,
+    env: dict[str, str] | None = None,
+    job: str = DEMO_JOB,
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`loopwarden serve --durable` with the demo job; yields (process, base URL) once healthy."""
     port = free_port()
     command = [sys.executable, "-m", "loopwarden.cli", "serve", "--durable", "--port", str(port)]
-    command += ["--state-dir", str(state), "--allow-root", str(allowed), "--job", DEMO_JOB]
+    command += ["--state-dir", str(state), "--allow-root", str(allowed)] + (["--job", job] if job else [])
     command += ["--concurrency", str(concurrency), "--queue", str(max(200, 2 * concurrency))]
-    process = spawn(command, env_for(database_url), state / "serve.log")
+    process = spawn(command, env_for(database_url, env), state / "serve.log")
     base = f"http://127.0.0.1:{port}"
 
     def healthy() -> bool:
@@ -118,10 +124,10 @@ def serve(
 
 
 @contextmanager
-def worker(state: Path, database_url: str) -> Iterator[subprocess.Popen[bytes]]:
+def worker(state: Path, database_url: str, *, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
     """`loopwarden worker`; yields once it printed that it is ready."""
     command = [sys.executable, "-m", "loopwarden.cli", "worker", "--state-dir", str(state)]
-    process = spawn(command, env_for(database_url), state / "worker.log")
+    process = spawn(command, env_for(database_url, env), state / "worker.log")
     try:
         wait_for(lambda: " ready on " in log_tail(process), "the worker's ready line", alive=process)
         yield process
@@ -150,8 +156,8 @@ def stop(process: subprocess.Popen[bytes]) -> None:
     process.wait(30)
 
 
-def submit(base: str, folder: str) -> str:
-    response = httpx.post(f"{base}/api/runs", json={"folder": folder}, timeout=30)
+def submit(base: str, folder: str, **fields: Any) -> str:
+    response = httpx.post(f"{base}/api/runs", json={"folder": folder, **fields}, timeout=30)
     assert response.status_code == 202, response.text
     run_id: str = response.json()["id"]
     return run_id

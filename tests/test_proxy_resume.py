@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import itertools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -89,6 +90,7 @@ def summary(outcome: Outcome) -> dict[str, Any]:
         "stop": (outcome.stop_reason, outcome.stop_message),
         "forwarded": outcome.forwarded,
         "output": outcome.final_output,
+        "fresh": outcome.fresh,
         "events": [plain(e.model_dump(mode="json")) for e in outcome.events],
     }
 
@@ -153,6 +155,8 @@ def test_a_resumed_run_decides_exactly_as_a_full_replay(
         resumed, expected, hits = await walk(conversation, policy, ResumeCache(), restarts)
         assert resumed == replayed
         assert hits == expected  # every request after the first resumed, except after a restart
+        for before, after in itertools.pairwise(replayed):  # what a request told first
+            assert after["events"][: after["fresh"]] == before["events"]
 
     asyncio.run(both())
 

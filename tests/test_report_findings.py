@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -23,13 +25,17 @@ def gaussian_run(amplitude: float, noise: float, seed: int) -> pd.DataFrame:
     return pd.DataFrame({"label": ["r"] * x.size, "x_mm": x, "signal_V": y})
 
 
-def test_peak_half_maximum_and_noise_come_from_the_data() -> None:
+def test_peak_half_maximum_and_scatter_of_a_scan_come_from_the_data() -> None:
     text = " ".join(table_findings("run.csv", gaussian_run(10.0, 0.05, seed=1)))
-    assert "signal_V peaks at" in text
-    fwhm = float(text.split("full width at half maximum ")[1].split(")")[0])
+    assert "read as a scan (readings against x_mm)" in text
+    assert "run.csv: peak of signal_V against x_mm = " in text
+    fwhm = float(re.search(r"full width at half maximum of the signal_V peak, in units of x_mm = ([\d.]+)\.", text)[1])
     assert fwhm == pytest.approx(2.3548 * 30.0, rel=0.03)  # a Gaussian's FWHM is 2.355 sigma
-    noise = float(text.split("noise in signal_V is about ")[1].split(" ")[0])
-    assert 0.05 / 1.5 < noise < 0.05 * 1.5
+    scatter = float(
+        re.search(r"point-to-point scatter \(noise\) of signal_V along x_mm \(robust [^)]*\) = ([\d.e-]+)\.", text)[1]
+    )
+    assert 0.05 / 1.5 < scatter < 0.05 * 1.5
+    assert "uncertainty" not in text and "per reading" not in text
 
 
 def test_linear_trend_is_named_with_its_slope() -> None:
@@ -37,8 +43,11 @@ def test_linear_trend_is_named_with_its_slope() -> None:
     frame = pd.DataFrame({"t_s": x, "temp_C": 20 + 0.5 * x})
     assert independent_column(frame) == "t_s"
     text = " ".join(table_findings("log.csv", frame))
-    assert "temp_C rises linearly with t_s (slope 0.5 per unit, r = +1.000)" in text
-    assert "temp_C ranges from 20 to 44.5" in text
+    assert "log.csv: slope of a straight-line fit of temp_C against t_s = 0.5." in text
+    assert "log.csv: correlation (Pearson r) of temp_C with t_s = +1.000." in text
+    assert (
+        "log.csv, column temp_C (all 50 rows): mean 32.25, standard deviation 7.289, minimum 20, maximum 44.5." in text
+    )
 
 
 def test_runs_with_a_setting_in_their_names_are_compared() -> None:

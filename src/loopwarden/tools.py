@@ -369,6 +369,7 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._wire: dict[str, Tool] = {}  # wire name -> tool: a name may hold `__` itself (MCP tools do)
         self._offers: dict[tuple[str, ...] | None, list[dict[str, Any]]] = {}
         for item in tools:
             self.add(item)
@@ -377,12 +378,20 @@ class ToolRegistry:
         declared = item if isinstance(item, Tool) else tool(item)
         if declared.qualified_name in self._tools:
             raise ToolDefinitionError(f"tool {declared.qualified_name!r} is already registered")
+        clash = self._wire.get(declared.wire_name)
+        if clash is not None:
+            raise ToolDefinitionError(
+                f"tools {clash.qualified_name!r} and {declared.qualified_name!r} have one wire name,"
+                f" {declared.wire_name!r}: rename one or give it another namespace"
+            )
         self._tools[declared.qualified_name] = declared
+        self._wire[declared.wire_name] = declared
         self._offers.clear()
         return declared
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name.replace(WIRE_NAMESPACE_SEP, "."))
+        """By qualified name (`ns.name`) or wire name (`ns__name`), whatever the names hold."""
+        return self._tools.get(name) or self._wire.get(name)
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None

@@ -54,7 +54,8 @@ def test_offline_explorer_reads_every_file_and_names_the_real_columns(tmp_path: 
     assert "offline" in record.key_findings[0].lower()
     assert "Hall probe field scan" in record.experiment
     # Computed from the data: the 1500 mA run peaks near the coil centre at ~8.8 mT.
-    assert "scan_1500mA.csv: field_mT peaks at 8.7" in findings
+    assert "data/scan_1500mA.csv: peak of field_mT against position_mm = 8.7" in findings
+    assert "full width at half maximum of the field_mT peak" in findings, "a scan with one peak gets its width"
     assert "scales linearly" in findings
     assert len(record.assignment_requirements) == 4
     assert {t.path for t in record.tables} == {f"data/scan_{i}mA.csv" for i in (500, 1000, 1500)}

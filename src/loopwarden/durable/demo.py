@@ -5,7 +5,7 @@ model is a function of the conversation, like a real one, so a replay is asked n
 `demo.json` (every key optional):
 
     {"turns": 6, "model_delay_s": 0.1, "calls_log": "calls.jsonl", "tools_log": "tools.jsonl",
-     "hold_turn": 3, "release_file": "release", "approval_turn": null}
+     "hold_turn": 3, "release_file": "release", "approval_turn": null, "keys_log": null}
 
 Turn k calls `lookup(item=k)`, except: turns 2, 5 and 6 repeat `lookup(item=1)` (the guard
 answers the 2nd identical call from memory; the 3rd comes after the write of turn 3, so it runs
@@ -13,6 +13,7 @@ again and holds its rung; the 4th is steered, so a resumed run that forgot its l
 run it again), `hold_turn` calls `slow_write`, which waits for `release_file` to
 exist, and `approval_turn` calls `approved_write` (needs approval). After `turns` it calls
 `finish`. Each model request and each tool execution appends one JSON line to its log.
+`keys_log` gets a line per start of the job with the SHA-256 of the endpoint key it was given.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class DemoSpec(BaseModel):
     hold_turn: int | None = None
     release_file: Path | None = None
     approval_turn: int | None = None
+    keys_log: Path | None = None
+    """Each start of the job logs a digest of the endpoint key it was handed (secrets.py's test)."""
 
     @classmethod
     def load(cls, folder: Path) -> DemoSpec:
@@ -138,6 +141,9 @@ async def demo_job(
 ) -> AsyncIterator[Event]:
     """A server job: the demo agent's events, then `report_finished`."""
     spec = DemoSpec.load(Path(config.data_dir))
+    key = getattr(getattr(config, "endpoint", None), "api_key", None)
+    digest = hashlib.sha256(key.get_secret_value().encode()).hexdigest() if key is not None else None
+    _append(spec.keys_log, {"key_sha256": digest, "pid": os.getpid()})
     stamp = EventStamper(run_id or "demo", start_seq)
     agent = Agent(DemoModel(spec), demo_tools(spec), approvals=approvals, config=LoopConfig(), trace=False)
     last: Event | None = None

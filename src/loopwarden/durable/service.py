@@ -25,6 +25,7 @@ from ..server.settings import ServerSettings
 from ..trace.store import RunStore
 from .database import Database
 from .engine import RUN_QUEUE, Engine, launch
+from .secrets import withhold
 from .steps import approval_topic
 from .workflow import finish, job_spec, run_workflow
 
@@ -87,7 +88,7 @@ class DurableRunner(Runner):
         self.signals.notify(run_id)
         config = self._submitted.pop(run_id, None)
         if config is not None:
-            self._call(_enqueue, self.job_spec, config, run_id)
+            self._call(_enqueue, self.job_spec, config, run_id, self.engine.executes_runs)
         return seq
 
     def cancel(self, run_id: str) -> bool:
@@ -138,11 +139,14 @@ class DurableRunner(Runner):
                     return
 
 
-def _enqueue(job_spec: str, config: Any, run_id: str) -> None:
+def _enqueue(job_spec: str, config: Any, run_id: str, hold: bool) -> None:
+    """The workflow's input is stored: its secrets stay out (secrets.py); this process holds them
+    only if it runs runs itself."""
     queue = DBOS.retrieve_queue(RUN_QUEUE)
     assert queue is not None
+    config, refs = withhold(config, run_id, hold=hold)
     with SetWorkflowID(run_id):
-        queue.enqueue(run_workflow, job_spec, config, run_id)
+        queue.enqueue(run_workflow, job_spec, config, run_id, [ref.model_dump(mode="json") for ref in refs])
 
 
 def durable_runner(settings: ServerSettings, job: Any, database: Database) -> tuple[RunStore, DurableRunner]:

@@ -22,6 +22,7 @@ from ..events import Event
 from ..hooks import run_hook
 from ..server.runner import _REPORT_STATUSES, TERMINAL_EVENT, Progress, _accepts_approvals, end_run
 from ..trace.store import RunStatus, RunStore
+from .secrets import SecretRef, release, restore
 from .steps import DurableApprovalGate, make_durable
 
 log = logging.getLogger(__name__)
@@ -49,10 +50,12 @@ def _store() -> RunStore:
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
-async def run_workflow(job_spec: str, config: Any, run_id: str) -> str:
+async def run_workflow(job_spec: str, config: Any, run_id: str, secrets: list[dict[str, Any]] | None = None) -> str:
+    """`secrets`: where the configuration's withheld secrets are found again (secrets.py)."""
     store = _store()
     start = await DBOS.run_step_async({"name": "claim"}, _claim, run_id)
     recorder = EventRecorder(store, run_id)
+    config = restore(config, run_id, [SecretRef.model_validate(ref) for ref in secrets or []])
     token = run_hook.set(make_durable)
     try:
         job = _load_job(job_spec)
@@ -75,6 +78,7 @@ async def run_workflow(job_spec: str, config: Any, run_id: str) -> str:
         return "failed"
     finally:
         run_hook.reset(token)
+        release(run_id)
     if not recorder.finished:
         finish(store, run_id, "failed", "the job ended without a report_finished event", ["job_incomplete"])
     return store.get_run(run_id).status

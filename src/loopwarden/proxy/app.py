@@ -28,6 +28,7 @@ from starlette.routing import Route
 from ..models.base import ModelReply, ModelRequest
 from ..trace.exchanges import append_exchange
 from ..trace.store import RunStore
+from .announce import announce
 from .history import CONVERSATION_HEADER, BadRequest, Conversation, read_conversation
 from .replay import Outcome, WirePolicy, replay
 from .resume import DEFAULT_ENTRIES, ResumeCache
@@ -167,6 +168,7 @@ class _ProxyState:
         except BadRequest as error:
             return openai_error(400, str(error), param=error.param)
         await self._keep(run_id, outcome)
+        announce(run_id, outcome)
         if not outcome.stopped and upstream_body:
             return JSONResponse(upstream_body, headers={"x-loopwarden-verdict": _verdict_header(outcome)})
         return JSONResponse(
@@ -186,6 +188,7 @@ class _ProxyState:
             try:
                 outcome = await replay(body, conversation, policy, upstream, run_id=run_id, cache=self.resume)
                 await self._keep(run_id, outcome)
+                announce(run_id, outcome)
                 if outcome.stopped or outcome.reply is None:
                     for event in stop_stream(outcome, streamed.last_chunk, body):
                         await queue.put(event)

@@ -39,6 +39,9 @@ def register(app: typer.Typer) -> None:
         resume_cache: Annotated[
             int, typer.Option(help="Paused runs kept for their conversation's next request; 0 = replay each in full.")
         ] = DEFAULT_ENTRIES,
+        quiet: Annotated[
+            bool, typer.Option(help="Print nothing per request (the guard's decisions go to stderr).")
+        ] = False,
     ) -> None:
         """Guard any agent's loops on the wire: an OpenAI-compatible proxy in front of UPSTREAM."""
         import uvicorn
@@ -66,4 +69,18 @@ def register(app: typer.Typer) -> None:
         from .app import create_proxy
 
         typer.echo(f"loopwarden: proxy on http://{host}:{port}/v1 -> {settings.upstream}", err=True)
+        if not quiet:
+            _print_decisions()
         uvicorn.run(create_proxy(settings), host=host, port=port, log_level="warning")
+
+
+def _print_decisions() -> None:
+    import logging
+    import sys
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    events = logging.getLogger("loopwarden.proxy.events")
+    events.addHandler(handler)
+    events.setLevel(logging.INFO)
+    events.propagate = False

@@ -67,6 +67,9 @@ class Outcome:
     """Set when the guard stopped the task: the client gets a stop message instead of the calls."""
     stop_message: str = ""
     final_output: Any = None
+    fresh: int = 0
+    """Index of the first event this request told first (the ones before it the previous request
+    of the conversation told already)."""
 
     @property
     def stopped(self) -> bool:
@@ -218,9 +221,11 @@ async def replay(
             _context(body, policy, run_id), conversation.opening, conversation.task, conversation.replies
         )
         paused = cache.take(prefix) if prefix is not None else None
+    fresh, history_turn = 0, None
     if isinstance(paused, _Paused):
         session, stream, events = paused.session, paused.stream, paused.events
         session.rebind(conversation, body, upstream)
+        fresh = len(events)
     else:
         session, events = _Session(conversation, body, upstream), []
         model = _ReplayModel(str(body.get("model") or "upstream"), session)
@@ -235,6 +240,14 @@ async def replay(
             events.append(event)
             data = event.model_dump(mode="json")
             kind = data.get("type")
+            if (
+                kind == "model_called"
+                and session.live_reply is None
+                and 0 < session.served == len(conversation.replies)
+            ):
+                history_turn, fresh = data["turn"], len(events)  # the last turn the previous request saw live
+            elif kind == "guard_verdict" and data.get("call_id") and data["turn"] == history_turn:
+                fresh = len(events)
             if session.live_reply is not None and live_turn is None and kind == "model_called":
                 live_turn, live_calls = data["turn"], len(session.live_reply.tool_calls)
             if live_turn is not None and kind == "guard_verdict" and data.get("call_id") and data["turn"] == live_turn:
@@ -245,7 +258,9 @@ async def replay(
                     keep = running is not None and all(v.action != "stopped" for v in verdicts)
                     break
             if kind == "run_finished":
-                return _finished(events, session, verdicts, data)
+                outcome = _finished(events, session, verdicts, data)
+                outcome.fresh = fresh
+                return outcome
     except _LiveTurnOver:
         pass
     finally:
@@ -255,9 +270,8 @@ async def replay(
         running.add_reply(as_echoed(session.live_reply))
         await cache.put(running.digest(), _Paused(stream, session, list(events), running.size))
     stopped = next((v for v in verdicts if v.action == "stopped"), None)
-    if stopped is not None:
-        return Outcome(events, session.live_reply, session.forwarded, verdicts, "repeated_call", stopped.reason)
-    return Outcome(events, session.live_reply, session.forwarded, verdicts, None)
+    stop_reason, stop_message = ("repeated_call", stopped.reason) if stopped is not None else (None, "")
+    return Outcome(events, session.live_reply, session.forwarded, verdicts, stop_reason, stop_message, fresh=fresh)
 
 
 def _finished(events: list[Event], session: _Session, verdicts: list[Verdict], data: dict[str, Any]) -> Outcome:

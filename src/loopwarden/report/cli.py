@@ -32,6 +32,7 @@ LIVE_TYPES = {
     "citations_removed",
     "compile_error",
     "exploration_cut_off",
+    "injection_suspected",
 }
 
 
@@ -264,6 +265,8 @@ def summary(finished: ReportFinished, out_dir: Path, tally: StageTally | None = 
         table.add_row("files covered", f"{read} of {sum(finished.coverage.values())} ({parts})")
     if finished.coverage_notes:
         table.add_row("not read in full", "\n".join(finished.coverage_notes))
+    if finished.suspected_injections:
+        table.add_row("suspected prompt injection (treated as data)", "\n".join(finished.suspected_injections))
     for name, rel in finished.outputs.items():
         table.add_row(name, str(out_dir / rel))
     return table

@@ -147,6 +147,7 @@ def _finished(ctx: Context, started: float, status: ReportStatus, message: str, 
         message=message,
         coverage=ctx.coverage(),
         coverage_notes=ctx.coverage_notes(),
+        suspected_injections=ctx.suspected_injections(),
     )
 
 

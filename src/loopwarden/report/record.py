@@ -41,6 +41,49 @@ class TableProfile(BaseModel):
     """What the reader had to decide (skipped metadata, generated names, non-numeric cells)."""
 
 
+class Description(BaseModel):
+    path: str
+    title: str | None = None
+    """A real heading of the file; None when it has none."""
+    summary: str = ""
+    """The first paragraph of prose, as written."""
+    goal: str | None = None
+    """The first sentence that says what the data is for, as written."""
+    units: dict[str, str] = Field(default_factory=dict)
+    """quantity -> unit, as the file states them ("sepal length in cm")."""
+    readme: bool = False
+
+
+class SuspectedInjection(BaseModel):
+    path: str
+    line: int
+    """1-based line of the text as read (a table's profile, a document's text)."""
+    excerpt: str
+    """The flagged line, clipped: shown as data, never as an instruction."""
+
+    def describe(self) -> str:
+        return f"{self.path} line {self.line}: {self.excerpt!r}"
+
+
+class Fact(BaseModel):
+    """One number computed from the data, with what it is and where it comes from."""
+
+    path: str
+    """The table it was computed from (a sheet as path#sheet)."""
+    column: str
+    """The column (empty for a whole-table figure such as the row count)."""
+    statistic: str
+    """mean, std, min, max, rows, std_of_annual_means, trend_per_year, monthly_mean, class_count,
+    class_mean, correlation, slope, peak, peak_position, fwhm (statistics.py names each)."""
+    value: float
+    by: str | None = None
+    """The rows it covers within the column: "species=Adelie", "month=7"."""
+    other: str | None = None
+    """The second column of a correlation, slope or peak."""
+    over: str = ""
+    """Which rows ("all 344 rows", "first 200000 rows")."""
+
+
 class FileGroupRecord(BaseModel):
     """Files whose paths differ only in their numbers, explored through a few samples."""
 
@@ -88,3 +131,9 @@ class ExplorationRecord(BaseModel):
     degraded: bool = False
     unread_at_finish: list[str] = Field(default_factory=list)
     """Files no tool had read when the model called finish_exploration (allowed, and said)."""
+    facts: list[Fact] = Field(default_factory=list)
+    """Numbers computed from the tables read, each with its file, column and statistic."""
+    descriptions: list[Description] = Field(default_factory=list)
+    """What the folder's description files say (README, .rst, .md, docstrings, PDFs), as written."""
+    suspected_injections: list[SuspectedInjection] = Field(default_factory=list)
+    """Text in the data addressing an AI assistant: flagged, never followed or cited."""

@@ -114,6 +114,9 @@ class Context:
             counts[entry.status] = counts.get(entry.status, 0) + 1
         return counts
 
+    def suspected_injections(self) -> list[str]:
+        return [i.describe() for i in self.record.suspected_injections] if self.record is not None else []
+
     def coverage_notes(self, limit: int = 20) -> list[str]:
         """One line per file (or group) not read in full, for the summary: what and why."""
         if self.record is None:

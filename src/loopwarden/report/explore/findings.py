@@ -4,18 +4,22 @@ peaks. Used by the offline explorer (its whole analysis) and when an exploration
 
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
 import pandas as pd
 
-from ..readers.tables import correlations
 from ..record import FileGroupRecord, TableProfile
-
-
-def numeric_columns(frame: pd.DataFrame) -> list[str]:
-    return [str(c) for c in frame.select_dtypes("number").columns if frame[c].nunique() > 1]
+from .statistics import (
+    class_column,
+    column_sentences,
+    fmt,
+    numeric_columns,
+    setting_column,
+    table_facts,
+    table_kind,
+    time_column,
+)
 
 
 def independent_column(frame: pd.DataFrame) -> str | None:
@@ -30,92 +34,26 @@ def independent_column(frame: pd.DataFrame) -> str | None:
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.4g}"
+    return fmt(value)
 
 
 def table_findings(path: str, frame: pd.DataFrame, profile: TableProfile | None = None) -> list[str]:
-    """Findings of one table. Ranges and means come from `profile` (every row of the file, or
-    the part it names) when given; trends and peaks from `frame`, which may be the first rows."""
-    columns = numeric_columns(frame)
-    rows = profile.rows if profile is not None else len(frame)
-    found = [f"{path}: {rows} rows; columns {', '.join(str(c) for c in frame.columns)}."]
-    if profile is not None and not profile.complete:
-        found[0] = f"{path}: statistics of {profile.part}; columns {', '.join(str(c) for c in frame.columns)}."
-    if not columns:
-        return found
-    x = independent_column(frame)
-    over = f" over {profile.part}" if profile is not None and not profile.complete else ""
-    for column in columns:
-        stats = profile.numeric_summary.get(column) if profile is not None else None
-        if stats and {"min", "max", "mean"} <= stats.keys():
-            lo, hi, mean = stats["min"], stats["max"], stats["mean"]
-        else:
-            series = frame[column].dropna()
-            lo, hi, mean = float(series.min()), float(series.max()), float(series.mean())
-        found.append(f"{path}: {column} ranges from {_fmt(lo)} to {_fmt(hi)} (mean {_fmt(mean)}){over}.")
-    if x is None:
-        return found
-    sample = profile is not None and (len(frame) < profile.rows or not profile.complete)
-    for column in columns:
-        if column == x:
-            continue
-        for finding in _against(path, frame, x, column):
-            found.append(finding[:-1] + f" (in the first {len(frame)} rows)." if sample else finding)
-    return found
+    """Findings of one table, in words, from its facts (statistics.py): each number named, with
+    its file, column and the rows it covers."""
+    found = [f"{path}: columns {', '.join(str(c) for c in frame.columns)}; read as {_kind_words(frame)}."]
+    return found + column_sentences(table_facts(path, frame, profile))
 
 
-def _against(path: str, frame: pd.DataFrame, x: str, y: str) -> list[str]:
-    pair = frame[[x, y]].dropna()
-    if len(pair) < 3:
-        return []
-    xs, ys = pair[x].to_numpy(dtype=float), pair[y].to_numpy(dtype=float)
-    found = []
-    r = float(np.corrcoef(xs, ys)[0, 1]) if np.std(xs) > 0 and np.std(ys) > 0 else float("nan")
-    peak = int(np.argmax(ys))
-    interior = 0 < peak < len(ys) - 1
-    if interior and ys[peak] > ys[0] and ys[peak] > ys[-1]:
-        found.append(f"{path}: {y} peaks at {_fmt(ys[peak])} at {x} = {_fmt(xs[peak])}.")
-        found.extend(_half_maximum(path, xs, ys, peak, x, y))
-    noise = _noise(ys)
-    if noise is not None:
-        found.append(
-            f"{path}: point-to-point noise in {y} is about {_fmt(noise)} (robust estimate from fourth differences), "
-            f"a measurement uncertainty of roughly ±{_fmt(noise)} per reading."
-        )
-    if math.isfinite(r) and abs(r) >= 0.9:
-        slope = float(np.polyfit(xs, ys, 1)[0])
-        direction = "rises" if slope > 0 else "falls"
-        found.append(f"{path}: {y} {direction} linearly with {x} (slope {_fmt(slope)} per unit, r = {r:+.3f}).")
-    elif math.isfinite(r) and not interior:
-        found.append(f"{path}: {y} versus {x}: correlation r = {r:+.3f}.")
-    return found
-
-
-def _half_maximum(path: str, xs: np.ndarray, ys: np.ndarray, peak: int, x: str, y: str) -> list[str]:
-    """Where a peaked profile falls to half its peak on each side (linear interpolation)."""
-    half = ys[peak] / 2
-    left = next((i for i in range(peak, 0, -1) if ys[i - 1] <= half < ys[i]), None)
-    right = next((i for i in range(peak, len(ys) - 1) if ys[i + 1] <= half < ys[i]), None)
-    if left is None or right is None:
-        return []
-    x_left = xs[left - 1] + (half - ys[left - 1]) * (xs[left] - xs[left - 1]) / (ys[left] - ys[left - 1])
-    x_right = xs[right] + (ys[right] - half) * (xs[right + 1] - xs[right]) / (ys[right] - ys[right + 1])
-    ends = f"{100 * ys[0] / ys[peak]:.0f}% and {100 * ys[-1] / ys[peak]:.0f}%"
-    return [
-        f"{path}: {y} falls to half its peak ({_fmt(half)}) at {x} = {_fmt(x_left)} and {_fmt(x_right)} "
-        f"(full width at half maximum {_fmt(x_right - x_left)}); at the ends of the {x} range it is {ends} of the peak."
-    ]
-
-
-def _noise(ys: np.ndarray) -> float | None:
-    """Noise per reading from fourth differences, which cancel a smooth profile's trend and
-    curvature (var of a 4th difference of white noise = 70 sigma^2); MAD for robustness."""
-    if len(ys) < 10:
-        return None
-    fourth = np.diff(ys, 4)
-    mad = float(np.median(np.abs(fourth - np.median(fourth))))
-    noise = 1.4826 * mad / math.sqrt(70)
-    return noise if noise > 0 else None
+def _kind_words(frame: pd.DataFrame) -> str:
+    kind = table_kind(frame)
+    if kind == "time_series":
+        column = time_column(frame)
+        return "a time series" + (f" (time in {column})" if column else " (one column per month)")
+    if kind == "categorical":
+        return f"a table of classes (in {class_column(frame)})"
+    if kind == "scan":
+        return f"a scan (readings against {setting_column(frame)})"
+    return "a table of measurements"
 
 
 def cross_table_findings(frames: dict[str, pd.DataFrame]) -> list[str]:
@@ -155,14 +93,6 @@ def group_findings(groups: list[FileGroupRecord], frames: dict[str, pd.DataFrame
             else:
                 text += f", whose columns differ ({len(shapes)} different column sets)"
         found.append(text + ".")
-    return found
-
-
-def strongest_correlations(frames: dict[str, pd.DataFrame]) -> list[str]:
-    found = []
-    for path, frame in frames.items():
-        for a, b, r in correlations(frame, top=1):
-            found.append(f"{path}: strongest correlation {a} ~ {b}, r = {r:+.3f}.")
     return found
 
 

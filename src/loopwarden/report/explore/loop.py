@@ -16,15 +16,18 @@ from ...events import Event, EventStamper, RunFinished
 from ...guard.budget import Budgets
 from ...models.base import Model
 from ..approvals import DenyAll, gate_code_tools
-from ..events import ExplorationCutOff, ExplorationDone, IsolationProbed
+from ..events import ExplorationCutOff, ExplorationDone, InjectionSuspected, IsolationProbed
 from ..folder.groups import group_files
 from ..folder.scan import ScanResult
+from ..readers.descriptions import describe, folder_title
 from ..readers.images import OcrReader
-from ..record import ExplorationRecord
+from ..readers.injection import PROMPT_RULE
+from ..record import Description, ExplorationRecord, Fact
 from ..sandbox.isolation import probe_isolation
 from ..sandbox.runner import FigureSandbox
-from .findings import cross_table_findings, strongest_correlations, table_findings, title_of
+from .findings import cross_table_findings, table_findings
 from .progress import ExploreProgress
+from .statistics import table_facts
 from .tools import ExplorationContext, exploration_tools
 
 STEP_BUDGET = 20
@@ -37,7 +40,9 @@ contents are unknown to them. Work out what experiment this is, what it measured
 Use the tools: list folders, read every document (in segments when it is truncated), profile every table,
 read the images, and draw a figure for each numeric table. Paths are relative to the data folder.
 Do not repeat a call whose result you already have. When you know enough, call finish_exploration with
-findings that quote numbers from the data (ranges, trends, peaks, correlations)."""
+findings that quote numbers from the data (ranges, trends, peaks, correlations), each naming its file and
+column. Take the title, background and goal from the folder's own description files (README, .rst, .md).
+""" + PROMPT_RULE
 
 
 def exploration_prompt(scan: ScanResult, max_files: int = 150) -> str:
@@ -105,12 +110,17 @@ async def explore(
     finished: RunFinished | None = None
     progress = ExploreProgress(ctx, stamper)
     yield progress.start()
+    flagged = 0
     async for event in agent.stream(exploration_prompt(scan), stamper=stamper):
         if isinstance(event, RunFinished):
             finished = event
         yield event
         if (step := progress.after(event)) is not None:
             yield step
+        for found in ctx.injections[flagged:]:
+            message = f"suspected prompt injection in {found.path}: treated as data, not followed"
+            yield stamper(InjectionSuspected, path=found.path, line=found.line, excerpt=found.excerpt, message=message)
+        flagged = len(ctx.injections)
     stop_reason = finished.stop_reason if finished else "no_result"
     groups = ctx.group_records()
     ctx.coverage.note_groups(groups)
@@ -148,6 +158,9 @@ async def explore(
             "offline": bool(getattr(model, "offline", False)),
             "stop_reason": stop_reason,
             "degraded": degraded,
+            "facts": all_facts(ctx),
+            "descriptions": descriptions(ctx),
+            "suspected_injections": list(ctx.injections),
         }
     )
     await asyncio.to_thread(_save_record, out_dir, record)
@@ -169,17 +182,24 @@ def _cut_off_message(stop_reason: str, strict: bool) -> str:
     return base + (" (strict: the run fails)" if strict else "")
 
 
+def all_facts(ctx: ExplorationContext) -> list[Fact]:
+    return [f for path, frame in ctx.frames().items() for f in table_facts(path, frame, ctx.tables.get(path))]
+
+
+def descriptions(ctx: ExplorationContext) -> list[Description]:
+    """What the description files read say about the folder (documents, not image readings)."""
+    images = {f.path for f in ctx.scan.files if f.kind == "images"}
+    texts = sorted((p, t) for p, t in ctx.texts.items() if p not in images and p not in ctx.tables)
+    return [d for path, text in texts if (d := describe(path, text)) is not None]
+
+
 def fallback_record(ctx: ExplorationContext) -> ExplorationRecord:
     """The record when the model never finished: built from the tables and texts the tools read."""
-    frames = {}
-    for path in ctx.tables:
-        table = ctx.reader.table(path.split("#")[0])
-        if table is not None and path in table.frames:
-            frames[path] = table.frames[path]
+    frames = ctx.frames()
     findings = [f for path, frame in frames.items() for f in table_findings(path, frame, ctx.tables.get(path))]
-    findings += cross_table_findings(frames) + strongest_correlations(frames)
+    findings += cross_table_findings(frames)
     read = ctx.coverage.ledger()
-    title = next((t for text in ctx.texts.values() if (t := title_of(text))), None)
+    title = folder_title(descriptions(ctx))
     if not findings:
         findings = [f"Files read before the cut-off: {', '.join(read.by_status('read')) or 'none'}."]
     return ExplorationRecord(

@@ -19,18 +19,10 @@ from typing import Any
 from ...models.base import ModelReply, ModelRequest, ToolCall, Usage
 from ..folder.groups import sampled_paths
 from ..readers import TABLE_EXTS
-from .findings import (
-    cross_table_findings,
-    group_findings,
-    independent_column,
-    numeric_columns,
-    section,
-    sentence_with,
-    strongest_correlations,
-    table_findings,
-    title_of,
-)
-from .loop import STEP_BUDGET
+from ..readers.descriptions import first_sentence, folder_title, main_description
+from .findings import cross_table_findings, group_findings, independent_column, section, table_findings
+from .loop import STEP_BUDGET, descriptions
+from .statistics import numeric_columns, time_column
 from .tools import ExplorationContext
 
 OFFLINE_LABEL = "offline explorer (deterministic, no language model)"
@@ -131,10 +123,15 @@ class OfflineExplorer:
         assert self._ctx is not None
         calls = []
         for path, frame in self._frames().items():
-            x = independent_column(frame)
+            dates = time_column(frame, years=False)
+            x = dates or independent_column(frame)
             ys = [c for c in numeric_columns(frame) if c != x][:4]
             if x is None or not ys or "#" in path:
                 continue
+            # Against time or a monotonic setting: lines; against another measurement: points only.
+            along = dates is not None or frame[x].dropna().is_monotonic_increasing
+            style = "marker='o', markersize=3" if along else "marker='o', markersize=3, linestyle='none'"
+            xs = f"pd.to_datetime(df[{x!r}], errors='coerce')" if dates else f"df[{x!r}]"
             # One panel per measured column: their units differ, so they never share an axis.
             size = f"(6, {2 + 1.6 * len(ys):.1f})"
             lines = [
@@ -143,7 +140,7 @@ class OfflineExplorer:
             ]
             for i, y in enumerate(ys):
                 lines += [
-                    f"axes[{i}, 0].plot(df[{x!r}], df[{y!r}], marker='o', markersize=3)",
+                    f"axes[{i}, 0].plot({xs}, df[{y!r}], {style})",
                     f"axes[{i}, 0].set_ylabel({y!r})",
                     f"axes[{i}, 0].grid(True, alpha=0.3)",
                 ]
@@ -168,31 +165,26 @@ class OfflineExplorer:
 
     def _frames(self) -> dict[str, Any]:
         assert self._ctx is not None
-        frames: dict[str, Any] = {}
-        for path in sorted(self._ctx.tables):
-            table = self._ctx.reader.table(path.split("#")[0])
-            if table is not None and path in table.frames:
-                frames[path] = table.frames[path]
-        return frames
+        return self._ctx.frames()
 
     def finish_arguments(self) -> dict[str, Any]:
         assert self._ctx is not None
         ctx = self._ctx
         frames = self._frames()
-        # Documents only (not image readings), in path order: tools finish in any order.
+        # Documents only (not image readings, not text addressing an AI), in path order.
         images = {f.path for f in ctx.scan.files if f.kind == "images"}
-        texts = {p: ctx.texts[p] for p in sorted(ctx.texts) if p not in frames and p not in images}
-        notes = "\n".join(texts.values())
-        title = next((t for p, text in sorted(texts.items()) if (t := title_of(text))), None)
-        columns = sorted({c for frame in frames.values() for c in numeric_columns(frame)})
-        measured = f"measurements of {', '.join(columns)}" if columns else "the files in the folder"
-        experiment = f"{title}: {measured}" if title else f"An experiment recording {measured}"
-        goal = sentence_with(notes, "goal", "aim", "objective", "purpose") or (
-            f"To measure {', '.join(columns[:4])} and how they vary." if columns else "Not stated in the files."
-        )
+        flagged = {i.path for i in ctx.injections}
+        texts = {p: ctx.texts[p] for p in sorted(ctx.texts) if p not in frames and p not in images | flagged}
+        described = descriptions(ctx)
+        main = main_description(described)
+        experiment = folder_title(described) or "A data folder with no description file"
+        goal = "Not stated in the files (no description file was found)."
+        if main is not None:
+            said = main.goal or first_sentence(main.summary)
+            goal = f"{said} (as stated in {main.path})" if said.strip(" .") else goal
         findings = [f"Offline exploration by the {OFFLINE_LABEL}: findings computed directly from the data."]
         findings += [f for path, frame in frames.items() for f in table_findings(path, frame, ctx.tables.get(path))]
-        findings += cross_table_findings(frames) + strongest_correlations(frames)
+        findings += cross_table_findings(frames)
         findings += group_findings(ctx.group_records(), frames)
         # Sections are looked up per document, so one file's section never runs into the next file.
         requirements = [line for t in texts.values() for line in section(t, "assignment", "task", "requirement")]
@@ -207,7 +199,9 @@ class OfflineExplorer:
             (
                 f.path
                 for f in ctx.scan.files
-                if f.kind == "documents" and any(h in f.path.lower() for h in _REFERENCE_HINTS)
+                if f.kind == "documents"
+                and f.path not in flagged
+                and any(h in f.path.lower() for h in _REFERENCE_HINTS)
             ),
             None,
         )

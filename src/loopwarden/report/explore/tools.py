@@ -10,7 +10,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -22,7 +22,8 @@ from ..folder.paths import OUT_OF_BOUNDS, OutOfBounds, PathGuard, shown_name
 from ..folder.scan import IMAGE_EXTS, ScanResult, extension
 from ..readers import FileReader
 from ..readers.images import MAX_IMAGE_BYTES, OcrReader, read_image_bytes
-from ..record import ExplorationRecord, FigureRecord, FileGroupRecord, TableProfile
+from ..readers.injection import DATA_NOTICE, find_injections
+from ..record import ExplorationRecord, FigureRecord, FileGroupRecord, SuspectedInjection, TableProfile
 from ..sandbox.runner import FigureSandbox
 from .hostpaths import scrub_host_paths
 
@@ -46,6 +47,8 @@ class ExplorationContext:
     texts: dict[str, str] = field(default_factory=dict)
     """Text read per file (documents), for findings when the phase is cut off."""
     finished: ExplorationRecord | None = None
+    injections: list[SuspectedInjection] = field(default_factory=list)
+    """Text read that addresses an AI assistant (flagged in order of reading; events drain it)."""
     groups: list[FileGroup] = field(init=False)
     """Similar files: a group of many is explored through its samples."""
 
@@ -65,6 +68,23 @@ class ExplorationContext:
     @property
     def figures_enabled(self) -> bool:
         return self.sandbox.enabled
+
+    def frames(self) -> dict[str, Any]:
+        """The DataFrames of the tables read (their first rows when a table is big), by path."""
+        frames: dict[str, Any] = {}
+        for path in sorted(self.tables):
+            table = self.reader.table(path.split("#")[0])
+            if table is not None and path in table.frames:
+                frames[path] = table.frames[path]
+        return frames
+
+    def flag(self, path: str, text: str) -> str:
+        """`text` as the model gets it: with a notice that it is data when it addresses an AI."""
+        seen = {(i.path, i.excerpt) for i in self.injections}
+        found = [i for i in find_injections(path, text) if (i.path, i.excerpt) not in seen]
+        self.injections += found
+        flagged = found or any(i.path == path for i in self.injections)
+        return f"{DATA_NOTICE}\n{text}" if flagged else text
 
     def scrub(self, text: str) -> str:
         """An error text fit for the model: no absolute host paths."""
@@ -124,7 +144,7 @@ def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
             ctx.tables[profile.path] = profile
         if outcome.mode in ("text", "document"):
             ctx.texts[outcome.path] = ctx.texts.get(outcome.path, "") + outcome.text
-        return ToolResult.success(outcome.text)
+        return ToolResult.success(ctx.flag(outcome.path, outcome.text))
 
     @tool
     async def read_image(path: str, question: str = "") -> ToolResult:
@@ -155,7 +175,7 @@ def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
             return ToolResult.failure("image_reader_failed", f"{rel}: {reason}"[:500])
         ctx.coverage.note_image(rel, reading.reader, len(reading.text))
         ctx.texts[rel] = reading.text
-        return ToolResult.success(reading.text)
+        return ToolResult.success(ctx.flag(rel, reading.text))
 
     @tool(timeout=180)
     async def make_figure(code: str, filename: str, caption: str) -> ToolResult:

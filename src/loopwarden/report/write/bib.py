@@ -13,6 +13,8 @@ from pydantic import BaseModel, Field
 
 from ..folder.paths import real_name
 from ..folder.scan import ScanResult
+from ..readers.descriptions import describe
+from ..readers.injection import find_injections
 from .latex import escape
 
 MAX_CHARS = 20_000
@@ -20,6 +22,7 @@ MAX_DOCUMENT_SOURCES = 200
 """Documents read for bibliographic data; a folder with more lists the rest uncited."""
 DOI_RE = re.compile(r"\b10\.\d{4,9}/[^\s\"<>{}]+[^\s\"<>{}.,;)\]]")
 YEAR_RE = re.compile(r"\b(19[5-9]\d|20[0-4]\d)\b")
+_DATE_LINE = re.compile(r"^\s*:?(?:date|year|published|copyright|©|日期|年份)\b", re.IGNORECASE)
 CITE_RE = re.compile(
     r"~?\\(?P<cmd>cite|citep|citet|citealp|citealt|citeauthor|citeyear|parencite|textcite|autocite|footcite|nocite)"
     r"(?P<star>\*?)(?P<opts>(?:\[[^\]]*\]){0,2})\{(?P<keys>[^}]*)\}"
@@ -73,11 +76,17 @@ def collect_sources(root: Path, scan: ScanResult, *, reference_report: str | Non
 
 
 def _document_source(path: Path, rel: str, ext: str, taken: set[str]) -> Source | None:
+    """A document is a source only with a real title (its metadata's, or a heading) and only
+    when it does not address an AI assistant (that text is data, flagged elsewhere)."""
     try:
         text, meta = _read_document(path, ext)
-    except Exception:  # an unreadable document is still a document that exists
-        text, meta = "", {}
-    title = meta.get("title") or _first_title_line(text, ext) or Path(rel).stem.replace("_", " ")
+    except Exception:  # unreadable: no title can be known, so it is not cited
+        return None
+    if find_injections(rel, text):
+        return None
+    title = meta.get("title") or _heading(rel, text)
+    if not title:
+        return None
     authors = [a.strip() for a in re.split(r";| and |,(?=\s*[A-Z][a-z]+\s)", meta.get("author", "")) if a.strip()]
     doi = DOI_RE.search(text[:MAX_CHARS])
     year = meta.get("year") or _year_near_top(text)
@@ -121,17 +130,21 @@ def _read_document(path: Path, ext: str) -> tuple[str, dict[str, str]]:
     return text, meta
 
 
-def _first_title_line(text: str, ext: str) -> str | None:
-    for line in text.splitlines()[:30]:
-        line = line.strip().lstrip("#").strip()
-        if 3 <= len(line) <= 200 and not line.lower().startswith(("author", "date", "%", "\\")):
-            return line
-    return None
+def _heading(rel: str, text: str) -> str | None:
+    """The document's own heading (Markdown, reStructuredText, \\title, a PDF's first heading)."""
+    described = describe(rel, text)
+    return described.title if described is not None else None
 
 
 def _year_near_top(text: str) -> str | None:
-    found = YEAR_RE.search(text[:3000])
-    return found.group(0) if found else None
+    """The year a document states as its date ("Date: July, 1988", "Published 2024"), never
+    any year its text mentions (a data range "from 2012 to 2015" is not a publication year)."""
+    for line in text[:3000].splitlines():
+        if _DATE_LINE.match(line):
+            found = YEAR_RE.search(line)
+            if found:
+                return found.group(0)
+    return None
 
 
 def _key_for(authors: list[str], year: str | None, rel: str) -> str:

@@ -12,7 +12,7 @@ from ..folder.scan import ScanResult
 from ..record import ExplorationRecord
 from ..templates import Template
 
-GapKind = Literal["figures", "data", "section", "requirement", "coverage"]
+GapKind = Literal["figures", "data", "section", "requirement", "coverage", "injection"]
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{3,}|[\u4e00-\u9fff]{2,}")
 _STOPWORDS = frozenset(
@@ -55,6 +55,12 @@ def find_gaps(template: Template, record: ExplorationRecord, scan: ScanResult, *
         for e in record.coverage.files
         if e.status in ("unread", "skipped") and not e.reason.startswith("not read: one of")
     ]
+    for found in record.suspected_injections:
+        message = (
+            f"suspected prompt injection in {found.path} line {found.line}: text addressing an AI assistant "
+            "was treated as data (not followed, not cited)"
+        )
+        gaps.append(Gap(kind="injection", message=message))
     if unread:
         listed = ", ".join(unread[:5]) + (" ..." if len(unread) > 5 else "")
         when = " when the exploration was finished" if record.unread_at_finish else ""

@@ -13,9 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..explore.statistics import fact_sentence
 from ..folder.coverage import ledger_rows
 from ..folder.groups import pattern_of as _pattern
 from ..folder.scan import KINDS, ScanResult
+from ..readers.descriptions import first_sentence, folder_title, main_description
 from ..record import ExplorationRecord, FigureRecord, TableProfile
 from ..templates import Lang, SectionSpec, Template
 from .bib import Source
@@ -74,6 +76,23 @@ TEXT: dict[str, dict[Lang, str]] = {
     "see_results": {"en": "The findings are listed with the results above.", "zh": "各项发现已在上文结果中列出。"},
     "more_files": {"en": "... and {n} more files.", "zh": "……另有 {n} 个文件。"},
     "group_of": {"en": "group of {n} similar files", "zh": "{n} 个相似文件"},
+    "background": {"en": "Background", "zh": "背景"},
+    "as_stated": {"en": "as stated in", "zh": "见"},
+    "described_by": {"en": "Description files in the folder:", "zh": "文件夹中的说明文件："},
+    "units_stated": {"en": "Units stated in {path}: {units}.", "zh": "{path} 中给出的单位：{units}。"},
+    "injection": {"en": "Suspected prompt injection", "zh": "疑似提示注入"},
+    "injection_intro": {
+        "en": "Text in these files addresses an AI assistant instead of describing data. It was treated as "
+        "data: not followed, not used as a description and not cited.",
+        "zh": "以下文件中的文字是在对 AI 助手下指令，而不是描述数据。"
+        "它被当作数据处理：未被执行、未被用作说明、未被引用。",
+    },
+    "discussion_kinds": {"en": "How each table was read and summarised:", "zh": "各数据表的读取与概括方式："},
+    "discussion_scope": {
+        "en": "This report was written without a language model: it states the figures computed from the data and "
+        "what the folder's own files say, and draws no conclusion beyond them.",
+        "zh": "本报告未使用语言模型：只陈述由数据计算出的数值和文件夹中文件本身的说明，不作超出它们的推断。",
+    },
 }
 
 
@@ -100,13 +119,29 @@ def document(inp: WriterInput, sections: list[dict[str, str]], *, offline: bool)
         "title": escape(title),
         "author": escape(t("author", inp.lang)),
         "date": datetime.date.today().isoformat(),
-        "abstract": escape(record.goal) if record.goal else "",
+        "abstract": _abstract(record),
         "notice": escape(t("notice", inp.lang)) if offline else "",
         "sections": sections,
         "cjk_font": inp.cjk_font,
         "bibliography": bool(inp.sources) and offline,
         "lang": inp.lang,
     }
+
+
+def _abstract(record: ExplorationRecord) -> str:
+    """The folder's own summary of itself (with where it says so): a README that speaks for the
+    whole folder, else the first sentence of each description; the goal when there is none."""
+    described = [d for d in record.descriptions if d.summary]
+    main = main_description(described)
+    if main is not None and folder_title(described) == main.title and main.title:
+        described = [main]
+    if not described:
+        return escape(record.goal) if record.goal else ""
+    return " ".join(
+        escape(d.summary if len(described) == 1 else first_sentence(d.summary))
+        + f" (\\texttt{{{escape(d.path)}}})"
+        for d in described[:4]
+    )
 
 
 def offline_report(inp: WriterInput) -> str:
@@ -144,6 +179,13 @@ def _body(spec: SectionSpec, inp: WriterInput) -> str:
 def _introduction(inp: WriterInput) -> str:
     r, lang = inp.record, inp.lang
     parts = [f"{t('experiment', lang)}: {escape(r.experiment)}."]
+    background = [d for d in r.descriptions if d.summary]
+    if background:
+        items = [
+            f"{escape(d.summary)} ({t('as_stated', lang)} \\texttt{{{escape(d.path)}}})" for d in background[:6]
+        ]
+        parts.append(f"\\textbf{{{t('background', lang)}.}}" + ("\n" + _itemize(items, escaped=True)
+                     if len(items) > 1 else " " + items[0]))  # fmt: skip
     if r.goal:
         parts.append(f"\\textbf{{{t('goal', lang)}.}} {escape(r.goal)}")
     if r.degraded:
@@ -175,10 +217,32 @@ def _data(inp: WriterInput) -> str:
     lines.append(_longtable([t("file", lang), t("kind", lang), "Size"], listed, "p{0.55\\linewidth}ll"))
     if len(singles) > room:
         lines.append(escape(t("more_files", lang, n=len(singles) - room)))
+    titled = [d for d in inp.record.descriptions if d.title]
+    if titled:
+        items = [f"\\texttt{{{escape(d.path)}}}: {escape(d.title or '')}" for d in titled[:MAX_LISTED_FILES]]
+        lines.append(escape(t("described_by", lang)) + "\n" + _itemize(items, escaped=True))
+    for d in inp.record.descriptions:
+        if d.units:
+            units = ", ".join(f"{q} [{u}]" for q, u in list(d.units.items())[:12])
+            lines.append(escape(t("units_stated", lang, path=d.path, units=units)))
     if inp.sources:
         keys = ",".join(s.key for s in inp.sources)
         lines.append(f"{t('documents_cited', lang)} \\cite{{{keys}}}.")
+    if inp.record.suspected_injections:
+        lines.append(_injections(inp))
     return "\n\n".join(lines)
+
+
+def _injections(inp: WriterInput) -> str:
+    lang = inp.lang
+    items = [
+        f"\\texttt{{{escape(i.path)}}}, line {i.line}: \\emph{{{escape(i.excerpt)}}}"
+        for i in inp.record.suspected_injections[:20]
+    ]
+    return (
+        f"\\paragraph{{{escape(t('injection', lang))}.}} {escape(t('injection_intro', lang))}\n"
+        + _itemize(items, escaped=True)
+    )
 
 
 def _what_was_done(r: ExplorationRecord, lang: Lang) -> str:
@@ -276,9 +340,14 @@ def _limitations(inp: WriterInput) -> str:
 
 
 def _discussion(inp: WriterInput) -> str:
+    """What the numbers are and what they can say: never the Results bullets again."""
     r, lang = inp.record, inp.lang
     if not r.assignment_requirements:
-        return _findings_body(inp)
+        parts = [escape(t("discussion_scope", lang))]
+        kinds = [f for f in r.key_findings if "; read as " in f]
+        if kinds:
+            parts.append(escape(t("discussion_kinds", lang)) + "\n" + _itemize([_kind_of(f) for f in kinds]))
+        return "\n\n".join(parts)
     open_requirements = {g.requirement for g in inp.gaps if g.kind == "requirement"}
     items = [
         f"{escape(req)} --- \\emph{{{t('not_addressed' if req in open_requirements else 'addressed', lang)}}}"
@@ -293,8 +362,18 @@ def _discussion(inp: WriterInput) -> str:
     )
 
 
+def _kind_of(finding: str) -> str:
+    """'a.csv: columns x, y; read as a time series (time in date).' -> 'a.csv: a time series (time in date).'"""
+    path, _, rest = finding.partition(": columns ")
+    return f"{path}: {rest.partition('; read as ')[2]}"
+
+
 def _conclusion(inp: WriterInput) -> str:
-    findings = inp.record.key_findings[:3]
+    """The relations found (correlations, trends, peak widths), not the Results list again."""
+    relations = [f for f in inp.record.facts if f.statistic in ("correlation", "slope", "trend_per_year", "fwhm")]
+    findings = [fact_sentence(f) for f in relations[:4]] or [
+        f for f in inp.record.key_findings if not f.startswith("Offline exploration by")
+    ][:3]
     if not findings:
         return escape(t("no_findings", inp.lang))
     return escape(t("conclusion", inp.lang)) + "\n" + _itemize(findings)

@@ -1,0 +1,280 @@
+"""The tools of an MCP server as loopwarden tools (the official `mcp` SDK, extra `mcp`).
+
+    async with MCPTools.stdio(sys.executable, ["server.py"]) as server:
+        agent = Agent(model, server.tools, tool_search=server.tool_search())
+
+Each listed tool keeps its JSON Schema (schema_tools.py), is named `<namespace>.<tool>` (the
+server's name unless given) and carries the guard's flags its annotations declare
+(mcp_results.py). Every call gives a `ToolResult`: an `isError` result, an MCP error, a timeout
+and a server that went away (its process exited: the SDK sees its stdout close) are failures the
+model reads, never an exception or a hang.
+
+The connection is held by one task on the event loop that opened it (the SDK's task groups must
+be left by the task that entered them); calls from another loop, like `agent.run_sync` in a sync
+`with` block, are handed to that loop. `with MCPTools...` (sync) opens it on a thread of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+from .errors import LoopwardenError
+from .mcp_results import (
+    CONNECTION_CLOSED,
+    annotation_flags,
+    call_result,
+    protocol_failure,
+    server_gone,
+    transport_failure,
+)
+from .schema_tools import tool_from_schema
+from .tools import Tool, ToolResult
+from .toolsearch import ToolSearch
+
+MAX_PAGES = 100
+"""tools/list pages read at most: a server that paginates forever cannot hang the connection."""
+TIMEOUT_GRACE_S = 5.0
+"""The executor's own limit on a call is this much above the MCP read timeout, so the SDK's
+timeout (which also tells the server to cancel) answers first."""
+
+
+class MCPConnectionError(LoopwardenError):
+    """An MCP server could not be started, reached or listed."""
+
+
+def namespace_of(name: str) -> str:
+    """A server's name as a tool namespace: what OpenAI function names allow, no `__` inside."""
+    cleaned = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_-]+", "_", name)).strip("_-")
+    return cleaned or "mcp"
+
+
+def _describe(error: BaseException) -> str:
+    """The innermost cause of a failed start (the SDK raises exception groups from task groups)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}"
+
+
+@dataclass
+class MCPTools:
+    """One connection to an MCP server and the loopwarden tools it offers (`tools`, after `open`).
+
+    `namespace`: the tools' namespace (default: the name the server gives itself). `timeout`: seconds
+    a call may take. `repeatable` / `terminal`: names of the server's tools that are polls (identical
+    calls legitimate) or that finish the task. `approve_destructive`: tools declaring
+    `destructiveHint` need approval (see mcp_results.py for the whole mapping)."""
+
+    target: Any
+    """What the SDK's `Client` connects to: `StdioServerParameters` or a streamable HTTP URL."""
+    namespace: str | None = None
+    timeout: float = 30.0
+    connect_timeout: float = 60.0
+    repeatable: Sequence[str] = ()
+    terminal: Sequence[str] = ()
+    approve_destructive: bool = True
+    tools: list[Tool] = field(default_factory=list, init=False)
+    annotations: dict[str, Any] = field(default_factory=dict, init=False)
+    """Each tool's `ToolAnnotations` as the server listed them (by the server's tool name)."""
+    _client: Any = field(default=None, init=False, repr=False)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False, repr=False)
+    _stop: asyncio.Event | None = field(default=None, init=False, repr=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _lost: str | None = field(default=None, init=False, repr=False)
+    _thread: threading.Thread | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def stdio(
+        cls, command: str, args: Sequence[str] = (), *, env: dict[str, str] | None = None, cwd: str | None = None,
+        **options: Any,
+    ) -> MCPTools:  # fmt: skip
+        """A server started as a subprocess, spoken to over its stdin/stdout."""
+        from mcp import StdioServerParameters
+
+        return cls(StdioServerParameters(command=command, args=list(args), env=env, cwd=cwd), **options)
+
+    @classmethod
+    def http(cls, url: str, **options: Any) -> MCPTools:
+        """A server reached over streamable HTTP at `url` (e.g. `http://127.0.0.1:8000/mcp`)."""
+        return cls(url, **options)
+
+    @property
+    def server_name(self) -> str:
+        return self.namespace or "mcp"
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None and self._lost is None
+
+    def tool_search(self, many: int = 20, **options: Any) -> ToolSearch | None:
+        """A `ToolSearch` for an agent when this server lists more than `many` tools, else None
+        (a handful of schemas cost less than a search turn)."""
+        return ToolSearch(**options) if len(self.tools) > many else None
+
+    # -- lifetime ------------------------------------------------------------------------------
+
+    async def open(self) -> Self:
+        """Start or reach the server, list its tools and build `tools`."""
+        if self._task is not None:
+            raise MCPConnectionError("this MCPTools is already open")
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        ready: asyncio.Future[list[Any]] = self._loop.create_future()
+        self._task = asyncio.create_task(self._hold(ready), name="loopwarden-mcp")
+        try:
+            listed = await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
+        except TimeoutError:
+            await self.aclose()
+            raise MCPConnectionError(f"MCP server did not answer within {self.connect_timeout:g} s") from None
+        except BaseException:
+            await self.aclose()
+            raise
+        self.tools = [self._tool(spec) for spec in listed]
+        return self
+
+    async def aclose(self) -> None:
+        """Close the connection (a stdio server's process is stopped by the SDK, bounded)."""
+        task, stop = self._task, self._stop
+        if task is None or stop is None:
+            return
+        self._lost = self._lost or "closed"
+        stop.set()
+        if asyncio.get_running_loop() is self._loop:
+            await asyncio.gather(task, return_exceptions=True)
+        elif self._loop is not None and not self._loop.is_closed():
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_settle(task), self._loop))
+
+    async def __aenter__(self) -> Self:
+        return await self.open()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Self:
+        """Sync entry: the connection lives on an event loop in a thread of its own."""
+        loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=loop.run_forever, name="loopwarden-mcp", daemon=True)
+        self._thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(self.open(), loop).result()
+        except BaseException:
+            self._stop_thread(loop)
+            raise
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        loop = self._loop
+        if loop is not None:
+            asyncio.run_coroutine_threadsafe(self.aclose(), loop).result()
+            self._stop_thread(loop)
+
+    def _stop_thread(self, loop: asyncio.AbstractEventLoop) -> None:
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join()
+        loop.close()
+
+    async def _hold(self, ready: asyncio.Future[list[Any]]) -> None:
+        """The connection's own task: enters the SDK client, lists, waits for `aclose`, leaves."""
+        from mcp import Client
+
+        assert self._stop is not None
+        try:
+            async with Client(self.target, read_timeout_seconds=self.timeout) as client:
+                listed = await _list_all(client)
+                if self.namespace is None:
+                    info = client.server_info
+                    self.namespace = namespace_of(info.name if info is not None and info.name else "mcp")
+                self._client = client
+                ready.set_result(listed)
+                await self._stop.wait()
+        except Exception as error:  # a failed start is raised by open(); a later one ends the calls
+            if not ready.done():
+                ready.set_exception(MCPConnectionError(f"MCP server failed to start: {_describe(error)}"))
+            self._lost = self._lost or _describe(error)
+        finally:
+            self._client = None
+            self._lost = self._lost or "closed"
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def _tool(self, spec: Any) -> Tool:
+        name = str(spec.name)
+        self.annotations[name] = spec.annotations
+
+        async def call(**arguments: Any) -> ToolResult:
+            return await self.call(name, arguments)
+
+        return tool_from_schema(
+            name,
+            dict(spec.input_schema or {}),
+            call,
+            description=spec.description or spec.title or name,
+            namespace=self.namespace,
+            terminal=name in self.terminal,
+            repeatable=name in self.repeatable,
+            result_parser=None,  # isError is MCP's failure signal, read in call()
+            timeout=self.timeout + TIMEOUT_GRACE_S,
+            **annotation_flags(spec.annotations, approve_destructive=self.approve_destructive),
+        )
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call the server's tool `name`; every outcome is a `ToolResult`."""
+        loop = self._loop
+        if loop is None or self._client is None or self._lost is not None:
+            return server_gone(self.server_name, self._lost or "not open")
+        if asyncio.get_running_loop() is loop:
+            return await self._call(name, arguments)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._call(name, arguments), loop))
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        from mcp import MCPError
+
+        client, qualified = self._client, f"{self.server_name}.{name}"
+        if client is None or self._lost is not None:
+            return server_gone(self.server_name, self._lost or "not open")
+        try:
+            result = await client.call_tool(name, arguments, read_timeout_seconds=self.timeout)
+        except MCPError as error:
+            if error.code == CONNECTION_CLOSED:
+                self._lost = "the connection closed: the server process exited or the link broke"
+                return server_gone(self.server_name, self._lost)
+            return protocol_failure(error.code, error.message, qualified, self.server_name)
+        except Exception as error:  # below MCP: HTTP refused or reset
+            if self._task is not None and self._task.done():
+                return server_gone(self.server_name, self._lost or _describe(error))
+            return transport_failure(error, self.server_name)
+        return call_result(result, qualified)
+
+
+async def _list_all(client: Any) -> list[Any]:
+    tools: list[Any] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools += page.tools
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+async def _settle(task: asyncio.Task[None]) -> None:
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def python_server(script: str, *args: str, **options: Any) -> MCPTools:
+    """A stdio server written in Python, run by this interpreter (`sys.executable script args`)."""
+    return MCPTools.stdio(sys.executable, [script, *args], **options)
+
+
+__all__ = ["MCPConnectionError", "MCPTools", "namespace_of", "python_server"]

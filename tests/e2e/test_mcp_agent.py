@@ -1,0 +1,109 @@
+"""An Agent running on a real MCP server's tools, end to end with a scripted model: a task done over
+stdio and over HTTP, 200 tools offered through tool search, a server dying mid-run, a loop over
+an MCP tool stopped by the ladder, a destructive tool pausing for approval, and a tool whose own
+name holds the wire separator `__`."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopwarden import Agent, LoopConfig, ScriptedModel, call
+from loopwarden.events import ToolCallFinished
+from loopwarden.mcp_results import SERVER_GONE
+from loopwarden.mcptools import MCPTools
+from loopwarden.models.base import ModelRequest
+from loopwarden.models.scripted import FunctionModel, ReplyLike, offered_tool_names
+from mcpkit import toolbox, toolbox_http
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def finished(events: list[object]) -> list[ToolCallFinished]:
+    return [e for e in events if isinstance(e, ToolCallFinished)]
+
+
+async def test_an_agent_run_over_stdio_uses_the_servers_tools() -> None:
+    async with toolbox() as server:
+        model = ScriptedModel([call("toolbox__get_weather", {"city": "Oslo"}), "11.5 degrees in Oslo."])
+        result = await Agent(model, server.tools).run("Weather in Oslo?")
+    assert result.status == "completed" and result.output == "11.5 degrees in Oslo."
+    (done,) = finished(result.events)
+    assert done.ok and result.totals.tool_executions == 1
+    assert "toolbox__get_weather" in offered_tool_names(model.requests[0])
+    tool_message = next(m for m in result.messages if m.get("role") == "tool")
+    assert "light rain" in str(tool_message["content"])
+
+
+async def test_an_agent_run_over_streamable_http() -> None:
+    with toolbox_http() as url:
+        async with MCPTools.http(url) as server:
+            model = ScriptedModel([call("toolbox__set_flag", {"name": "dry_run", "value": True}), "Flag set."])
+            result = await Agent(model, server.tools).run("Set dry_run.")
+    assert result.status == "completed" and [e.ok for e in finished(result.events)] == [True]
+
+
+async def test_a_name_holding_the_wire_separator_is_offered_and_called() -> None:
+    async with toolbox() as server:
+        model = ScriptedModel([call("toolbox__fs__read", {"path": "notes.txt"}), "read it"])
+        agent = Agent(model, server.tools)
+        result = await agent.run("Read notes.txt")
+    assert "toolbox__fs__read" in offered_tool_names(model.requests[0])
+    (done,) = finished(result.events)
+    assert done.ok and done.tool == "toolbox__fs__read" and "contents of notes.txt" in (done.preview or "")
+
+
+async def test_two_hundred_tools_reach_the_model_through_tool_search() -> None:
+    async with toolbox("--many", "200") as server:
+        search = server.tool_search()
+        assert search is not None and len(server.tools) == 208
+
+        def reply(request: ModelRequest) -> ReplyLike:
+            names = offered_tool_names(request)
+            if len(model.requests) == 1:
+                return call("search_tools", {"query": "export invoice records"})
+            wanted = next((n for n in names if n.startswith("toolbox__export_invoice")), None)
+            if wanted is not None and len(model.requests) == 2:
+                return call(wanted, {"query": "2026"})
+            return "exported"
+
+        model = FunctionModel(reply)
+        result = await Agent(model, server.tools, tool_search=search).run("Export the invoices")
+    first, second = (offered_tool_names(r) for r in model.requests[:2])
+    assert first == ["search_tools"]  # not 208 schemas
+    assert len(second) <= 1 + search.max_discovered and any(n.startswith("toolbox__export_invoice") for n in second)
+    assert result.status == "completed" and [e.ok for e in finished(result.events)] == [True, True]
+
+
+async def test_a_server_dying_mid_run_gives_the_model_a_clear_error_and_the_run_ends_cleanly() -> None:
+    async with toolbox(timeout=60.0) as server:
+        model = ScriptedModel(
+            [call("toolbox__crash"), call("toolbox__get_weather", {"city": "Oslo"}), "The weather service is down."]
+        )
+        result = await Agent(model, server.tools).run("Weather in Oslo?")
+    assert result.status == "completed" and result.output == "The weather service is down."
+    crashed, after = finished(result.events)
+    assert (crashed.ok, crashed.error_type, after.error_type) == (False, SERVER_GONE, SERVER_GONE)
+    assert result.totals.tool_executions == 2  # not retried: the server is gone
+
+
+async def test_a_loop_over_an_mcp_tool_is_stopped_by_the_ladder() -> None:
+    async with toolbox() as server:
+
+        def reply(request: ModelRequest) -> ReplyLike:
+            if not request.tools:  # degrade: the phase ended, answer from what was gathered
+                return "It is 11.5 degrees in Oslo."
+            return call("toolbox__get_weather", {"city": "Oslo"})
+
+        model = FunctionModel(reply)
+        result = await Agent(model, server.tools, config=LoopConfig(policy="degrade")).run("Weather in Oslo?")
+    assert result.stop_reason == "repeated_call" and result.status == "degraded"
+    assert result.totals.tool_executions == 1  # the repeats were answered from the first result
+    assert model.calls <= 7
+
+
+async def test_a_destructive_tool_pauses_the_run_for_approval() -> None:
+    async with toolbox() as server:
+        model = ScriptedModel([call("toolbox__delete_file", {"path": "data.csv"}), "deleted"])
+        result = await Agent(model, server.tools).run("Delete data.csv")
+    assert result.status == "paused" and result.stop_reason == "approval_required"
+    assert finished(result.events) == []

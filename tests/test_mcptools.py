@@ -1,0 +1,131 @@
+"""MCPTools against real MCP server processes (tests/mcp_servers/toolbox.py, the SDK's own server):
+listing, schemas, annotations, isError and protocol errors, timeouts, a server that dies mid-call,
+stdio and streamable HTTP, the sync entry."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from loopwarden import ToolRegistry
+from loopwarden.mcp_results import SERVER_GONE
+from loopwarden.mcptools import MCPConnectionError, MCPTools, namespace_of
+from mcpkit import toolbox, toolbox_http
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+async def test_stdio_lists_the_tools_under_the_servers_namespace_with_their_schemas() -> None:
+    async with toolbox() as server:
+        by_name = {t.name: t for t in server.tools}
+        assert server.namespace == "toolbox"
+        assert {"get_weather", "delete_file", "set_flag", "refuse", "fs__read", "crash", "stall"} <= set(by_name)
+        weather = by_name["get_weather"]
+        assert weather.qualified_name == "toolbox.get_weather" and weather.wire_name == "toolbox__get_weather"
+        assert weather.description == "The current weather of a city."
+        assert weather.parameters == {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        }
+        result = await server.call("get_weather", {"city": "Oslo"})
+        assert result.ok and result.data == {"result": "Oslo: 11.5 degrees, light rain"}
+
+
+async def test_annotations_map_onto_side_effect_and_approval_only_where_given() -> None:
+    async with toolbox() as server:
+        flags = {t.name: (t.side_effect, t.requires_approval, t.repeatable) for t in server.tools}
+    assert flags["get_weather"] == ("read", False, False)  # readOnlyHint (idempotentHint changes nothing)
+    assert flags["delete_file"] == ("write", True, False)  # destructiveHint: the approval gate decides
+    assert flags["set_flag"] == ("write", False, False)  # destructiveHint false, idempotentHint true
+    assert flags["refuse"] == ("write", False, False)  # no annotations: the spec's defaults, no approval
+    assert server.annotations["delete_file"].destructive_hint is True
+
+
+async def test_overrides_make_a_tool_repeatable_or_terminal_and_approval_can_be_left_to_the_user() -> None:
+    async with toolbox(repeatable=["stall"], terminal=["set_flag"], approve_destructive=False) as server:
+        flags = {t.name: (t.repeatable, t.terminal, t.requires_approval) for t in server.tools}
+    assert flags["stall"] == (True, False, False)
+    assert flags["set_flag"] == (False, True, False)
+    assert flags["delete_file"] == (False, False, False)
+
+
+async def test_is_error_results_and_protocol_errors_are_structured_failures() -> None:
+    async with toolbox() as server:
+        refused = await server.call("refuse", {"reason": "quota exceeded"})
+        assert not refused.ok and refused.error_type == "tool_error" and not refused.retryable
+        assert "quota exceeded" in (refused.message or "")
+        unknown = await server.call("no_such_tool", {})
+        assert not unknown.ok and "no_such_tool" in (unknown.message or "")
+        wrong = await server.call("get_weather", {"city": 3})  # past the local schema check: the server's
+        assert not wrong.ok and "city" in (wrong.message or "")
+        assert (await server.call("get_weather", {"city": "Rome"})).ok  # the server is still fine
+
+
+async def test_a_call_past_the_timeout_is_a_retryable_timeout_and_the_server_goes_on() -> None:
+    async with toolbox(timeout=1.0) as server:
+        began = time.monotonic()
+        late = await server.call("stall", {"seconds": 30})
+        assert time.monotonic() - began < 25
+        assert not late.ok and late.error_type == "timeout" and late.retryable
+        assert (await server.call("get_weather", {"city": "Oslo"})).ok
+
+
+async def test_a_server_that_dies_mid_call_gives_a_clear_error_at_once_not_a_hang() -> None:
+    server = await toolbox(timeout=60.0).open()
+    began = time.monotonic()
+    died = await server.call("crash", {})
+    after = await server.call("get_weather", {"city": "Oslo"})
+    assert time.monotonic() - began < 30  # the 60 s timeout never ran out: the closed pipe was seen
+    for result in (died, after):
+        assert not result.ok and result.error_type == SERVER_GONE and not result.retryable
+        assert "toolbox" in (result.message or "") and result.user_action
+    assert not server.connected
+    await server.aclose()
+
+
+async def test_streamable_http_lists_calls_and_sees_the_server_die() -> None:
+    with toolbox_http() as url:
+        async with MCPTools.http(url, timeout=60.0) as server:
+            assert "get_weather" in {t.name for t in server.tools}
+            assert (await server.call("get_weather", {"city": "Oslo"})).data == {
+                "result": "Oslo: 11.5 degrees, light rain"
+            }
+            refused = await server.call("refuse", {"reason": "no"})
+            assert refused.error_type == "tool_error"
+            died = await server.call("crash", {})
+            assert died.error_type == SERVER_GONE
+            assert (await server.call("get_weather", {"city": "Oslo"})).error_type == SERVER_GONE
+
+
+def test_the_sync_entry_holds_the_connection_on_its_own_loop() -> None:
+    with toolbox() as server:
+        # each asyncio.run is a new loop (as agent.run_sync makes one): calls cross to the connection's
+        first = asyncio.run(server.call("get_weather", {"city": "Oslo"}))
+        second = asyncio.run(server.call("get_weather", {"city": "Rome"}))
+    assert first.ok and second.ok and "Rome" in str(second.data)
+    assert not server.connected
+
+
+async def test_a_server_that_cannot_start_raises_a_connection_error() -> None:
+    with pytest.raises(MCPConnectionError):
+        await MCPTools.stdio("/nonexistent/mcp-server", connect_timeout=30).open()
+
+
+async def test_two_hundred_tools_are_listed_and_offered_behind_tool_search() -> None:
+    async with toolbox("--many", "200") as server:
+        assert len(server.tools) == 208
+        search = server.tool_search()
+        assert search is not None
+        registry = ToolRegistry(server.tools)
+        found = search.build_tool(registry)
+        assert server.tool_search(many=500) is None
+    assert found.qualified_name == "search_tools"
+
+
+def test_namespace_of_a_server_name_is_a_wire_safe_name() -> None:
+    assert namespace_of("my server.v2") == "my_server_v2"
+    assert namespace_of("a__b") == "a_b"  # no separator inside a namespace
+    assert namespace_of("***") == "mcp"
