@@ -195,14 +195,14 @@ async function startRun(event) {
 
 // --------------------------------------------------------------------------------------- run
 
-const view = { stages: new Map(), total: 0, events: 0 };
+const view = { stages: new Map(), total: 0, events: 0, inside: null, calls: new Map(), models: new Set(),
+  modelFailed: false, deliverable: "", status: "", message: "", startTs: null };
 
 async function openRun(runId) {
   show("run");
   page.runId = runId;
-  view.stages = new Map();
-  view.total = 0;
-  view.events = 0;
+  Object.assign(view, { stages: new Map(), total: 0, events: 0, inside: null, calls: new Map(), models: new Set(),
+    modelFailed: false, deliverable: "", status: "", message: "", startTs: null });
   $("run-id").textContent = runId;
   for (const id of ["timeline", "stages", "approvals", "downloads", "markdown", "latex"]) $(id).replaceChildren();
   $("coverage").tBodies[0].replaceChildren();
@@ -213,7 +213,7 @@ async function openRun(runId) {
   await refreshRun();
   page.stream = new RunStream(runId, {
     onEvent: addEvent,
-    onEnd: (end) => { setStatus(end.status); refreshRun(); showResult(); },
+    onEnd: async (end) => { setStatus(end.status); await refreshRun(); showResult(); },
     onState: (state) => { $("conn").textContent = state; },
   });
   page.stream.start();
@@ -230,6 +230,7 @@ async function refreshRun() {
   setStatus(run.status);
   $("run-source").textContent = `${run.params.source || ""} · template ${run.params.template || "?"} · ${run.params.lang || ""}`;
   if (run.message) $("run-message").textContent = run.message;
+  view.message = run.message || "";
   $("run-totals").textContent = describeTotals(run);
   $("cancel").hidden = !["queued", "running", "paused"].includes(run.status);
   renderApprovals(run.approvals.filter((a) => a.status === "pending"));
@@ -240,77 +241,195 @@ function describeTotals(run) {
   if (run.stop_reasons && run.stop_reasons.length) parts.push(`stop reasons: ${run.stop_reasons.join(", ")}`);
   const t = run.totals;
   if (t) {
-    parts.push(`${t.model_calls} model calls`, `${t.tool_executions} tool runs`);
+    const tokens = t.prompt_tokens + t.completion_tokens;
+    if (!tokens && isOffline()) parts.push("offline explorer and writer, no model");
+    else parts.push(`${t.model_calls} model calls`);
+    parts.push(`${t.tool_executions} tool runs`);
     if (t.duplicates_avoided) parts.push(`${t.duplicates_avoided} duplicates avoided`);
-    parts.push(`${t.prompt_tokens + t.completion_tokens} tokens`);
+    if (tokens || !isOffline()) parts.push(`${tokens} tokens`);
     if (t.cost) parts.push(`$${t.cost.toFixed(4)}`);
     if (t.duration_s) parts.push(`${t.duration_s.toFixed(1)} s`);
   }
   return parts.join(" · ");
 }
 
+// No language model took part: only the offline explorer answered, and no model call failed.
+function isOffline() {
+  return !view.modelFailed && [...view.models].every((name) => name.startsWith("offline"));
+}
+
 function setStatus(status) {
+  view.status = status;
   const node = $("run-status");
   node.textContent = status;
   node.className = `status ${status}`;
   $("cancel").hidden = !["queued", "running", "paused"].includes(status);
 }
 
+// The bar: N of the plan's fixed stage count, and inside the running stage what it has done so far
+// (files read of the planned set, figures made), moving the bar within that stage only.
 function setProgress() {
   const done = [...view.stages.values()].filter((s) => s.state === "done" || s.state === "skipped").length;
-  const percent = view.total ? Math.round((100 * done) / view.total) : 0;
+  const current = [...view.stages.values()].filter((s) => s.state === "started").pop();
+  const inside = current && view.inside && view.inside.stage === current.stage ? view.inside : null;
+  const share = inside && inside.files_planned ? Math.min(inside.files_read / inside.files_planned, 0.99) : 0;
+  const percent = view.total ? Math.round((100 * (done + share)) / view.total) : 0;
   $("progress-bar").style.width = `${percent}%`;
   $("progress").setAttribute("aria-valuenow", String(percent));
-  const current = [...view.stages.values()].filter((s) => s.state === "started").pop();
-  $("progress-label").textContent = `${percent}% · ${done}/${view.total || "?"}${current ? ` · ${current.stage}` : ""}`;
+  const where = current ? ` · ${current.stage}${inside ? ` · ${insideText(inside)}` : ""}` : "";
+  $("progress-label").textContent = `${percent}% · ${done}/${view.total || "?"}${where}`;
   const list = $("stages");
   list.replaceChildren();
   for (const stage of [...view.stages.values()].sort((a, b) => a.index - b.index)) {
-    list.appendChild(el("li", { className: stage.state, title: stage.state }, `${stage.index}. ${stage.stage}`));
+    const extra = stage === current && inside ? ` (${insideText(inside)})` : "";
+    list.appendChild(el("li", { className: stage.state, title: stage.state }, `${stage.index}. ${stage.stage}${extra}`));
   }
 }
 
-function summary(e) {
+function insideText(p) {
+  const figures = p.figures_made ? `, ${plural(p.figures_made, "figure")}` : "";
+  return `${p.files_read}/${p.files_planned} files read${figures}`;
+}
+
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+// The timeline tells what the run did as a scientist would say it: read X, drew Y, stopped a
+// repeat. Bookkeeping events (a call proposed, a call allowed, a progress tick) stay in the list,
+// hidden unless "every event" is ticked, so each event is still shown exactly once.
+function story(e) {
+  const call = view.calls.get(e.call_id) || {};
+  const args = call.arguments && typeof call.arguments === "object" ? call.arguments : {};
   switch (e.type) {
-    case "run_queued": return `queued: ${short(e.params.source)}`;
-    case "milestone": return `stage ${e.index}/${e.total} ${e.stage} ${e.state}`;
-    case "model_called": return `turn ${e.turn} ${e.model}${e.n_tool_calls ? ` → ${e.n_tool_calls} tool call(s)` : ""}${e.text ? `: ${short(e.text)}` : ""}`;
-    case "tool_call_proposed": return `${e.tool}(${short(e.arguments, 120)})`;
-    case "tool_call_finished": return `${e.tool} ${e.ok ? "ok" : `error ${e.error_type || ""}`}${e.cached ? " (cached)" : ""} ${short(e.message || e.preview, 120)}`;
-    case "guard_verdict": return `${e.action === "allowed" ? "guard" : "GUARD"} ${e.detector}: ${e.action}${e.tool ? ` ${e.tool}` : ""}${e.count ? ` ×${e.count}` : ""} — ${e.reason}${e.evidence && e.evidence.length ? `\n  evidence: ${e.evidence.join("; ")}` : ""}`;
-    case "nudge_injected": return `nudge (${e.detector}): ${short(e.text)}`;
-    case "exploration_cut_off": return `CUT OFF: ${e.stop_reason} — ${e.message}`;
-    case "phase_ended": return `phase ${e.phase} ended: ${e.status} (${e.stop_reason}) ${e.message || ""}`;
-    case "approval_required": return `approval needed: ${e.tool}(${short(e.arguments, 120)}) ${e.reason || ""}`;
-    case "approval_decided": return `${e.approved ? "approved" : "denied"} ${e.call_id}${e.by ? ` by ${e.by}` : ""}`;
-    case "report_finished": return `finished: ${e.status}${e.stop_reasons.length ? ` (${e.stop_reasons.join(", ")})` : ""} ${e.message || ""}`;
-    case "run_interrupted": return `interrupted: ${e.message || ""}`;
+    case "run_queued": return { text: `Queued: ${short(e.params.source)}` };
+    case "milestone":
+      if (e.state === "started") return { text: `${e.index}/${e.total} ${(e.detail && e.detail.label) || e.stage}`, kind: "stage" };
+      if (e.state === "skipped") return { text: `Skipped ${e.stage}${e.detail && e.detail.reason ? `: ${e.detail.reason}` : ""}` };
+      return { text: stageDone(e), quiet: !stageDone(e) };
+    case "scan_done": {
+      const counts = (e.scan && e.scan.counts) || {};
+      const parts = Object.entries(counts).filter(([, n]) => n).map(([kind, n]) => `${n} ${kind}`);
+      const total = Object.values(counts).reduce((a, b) => a + b, 0);
+      return { text: `Listed the folder: ${plural(total, "file")}${parts.length ? ` (${parts.join(", ")})` : ""}` };
+    }
+    case "isolation_probed": return { text: `Figure sandbox: ${e.message}` };
+    case "stage_progress": return { text: `${e.stage}: ${insideText(e)}`, quiet: true };
+    case "model_called":
+      return { text: `Asked ${e.model}${e.n_tool_calls ? ` → ${plural(e.n_tool_calls, "tool call")}` : ""}${e.text ? `: ${short(e.text)}` : ""}`,
+        quiet: e.model.startsWith("offline") };
+    case "model_failed": return { text: `The model failed (${e.kind}): ${short(e.message)}`, kind: "problem" };
+    case "tool_call_proposed": return { text: `Proposed ${e.tool}(${argsText(e.arguments)})`, quiet: true };
+    case "tool_call_finished": return toolStory(e, args);
+    case "guard_verdict": return verdictStory(e);
+    case "nudge_injected": return { text: `Told the model (${e.detector}): ${short(e.text)}` };
+    case "exploration_cut_off": return { text: `Exploration cut off: ${e.message}`, kind: "cutoff" };
+    case "phase_ended": return { text: `Phase ${e.phase} ended: ${e.status} (${e.stop_reason})`, quiet: e.status === "completed" };
+    case "run_started": return { text: `Started ${e.model} with ${plural(e.tools.length, "tool")}`, quiet: true };
+    case "run_finished": return { text: `Agent loop ended: ${e.stop_reason}`, quiet: true };
+    case "figure_made": return { text: e.ok ? `Figure ${e.path}: ${e.caption}` : `Left out figure ${e.path}: ${e.message}` };
+    case "exploration_done": {
+      const r = e.record || {};
+      const read = ((r.coverage && r.coverage.files) || []).filter((f) => f.status === "read").length;
+      return { text: `Finished exploring: ${plural((r.key_findings || []).length, "finding")}, ${plural((r.figures || []).length, "figure")}, ${plural(read, "file")} read in full` };
+    }
+    case "gap_found": return { text: `Missing: ${e.message}`, kind: "problem" };
+    case "injection_suspected": return { text: `Suspected prompt injection in ${e.path} (line ${e.line}): treated as data, not followed`, kind: "problem" };
+    case "draft_rejected": return { text: `Draft attempt ${e.attempt}/${e.max_attempts} rejected: ${short(e.problem)}`, kind: "problem" };
+    case "draft_failed": return { text: `No acceptable draft: ${e.message}`, kind: "problem" };
+    case "reflection_verdict":
+      return { text: `Review round ${e.round}: ${plural(e.major_issues.length, "major issue")}, ${plural(e.minor_issues.length, "minor issue")}${e.outcome ? ` (${e.outcome.replace(/_/g, " ")})` : ""}` };
+    case "citations_removed": return { text: `Removed citations of no real source: ${e.keys.join(", ")}`, kind: "problem" };
+    case "compile_error": return { text: `LaTeX did not compile${e.line ? ` (line ${e.line})` : ""}: ${short(e.message)}`, kind: "problem" };
+    case "approval_required": return { text: `Waiting for approval: ${e.tool}(${argsText(e.arguments)}) ${e.reason || ""}` };
+    case "approval_decided": return { text: `${e.approved ? "approved" : "denied"} ${e.tool || ""} ${e.call_id}${e.by ? ` by ${e.by}` : ""}` };
+    case "report_finished": return { text: `Finished: ${e.status}${e.stop_reasons.length ? ` (${e.stop_reasons.join(", ")})` : ""}. ${e.message || ""}` };
+    case "run_interrupted": return { text: `Interrupted: ${e.message || ""}` };
     default: {
-      const { type, run_id, seq, ts, ...rest } = e;
-      return short(rest, 200);
+      const said = e.message || e.reason || e.text || "";
+      return { text: `${e.type.replace(/_/g, " ")}${said ? `: ${short(said)}` : ""}`, quiet: !said };
     }
   }
 }
 
+// Tool arguments as name=value, each value cut short: readable, not a JSON dump.
+function argsText(args) {
+  if (!args || typeof args !== "object") return short(String(args ?? ""), 120);
+  return Object.entries(args).map(([k, v]) => `${k}=${short(typeof v === "string" ? v : String(v), 60)}`).join(", ");
+}
+
+function stageDone(e) {
+  const d = e.detail || {};
+  if (e.stage === "draft" && d.drafted_by) return `Drafted the report (${d.drafted_by === "offline writer" ? "offline writer, no model" : d.drafted_by})`;
+  if (e.stage === "bib" && d.sources !== undefined) return `Bibliography: ${plural(d.cited || 0, "source")} cited of ${d.sources}`;
+  if (e.stage === "compile") return d.pdf ? "Compiled the PDF" : `No PDF${d.passes ? `: ${short(d.passes)}` : ""}`;
+  return "";
+}
+
+function toolStory(e, args) {
+  const path = args.path || args.filename || "";
+  if (!e.ok) {
+    const what = { read_file: "read", read_image: "look at", make_figure: "draw", list_dir: "list" }[e.tool] || `run ${e.tool} on`;
+    return { text: `Could not ${what} ${path}: ${short(e.message, 160)}`, kind: "problem" };
+  }
+  const again = e.cached ? " (answered from the earlier result)" : "";
+  switch (e.tool) {
+    case "read_file": return { text: `${args.offset ? "Read on in" : "Read"} ${path}${again}` };
+    case "read_image": return { text: `Looked at the image ${path}${again}` };
+    case "list_dir": return { text: `Looked into ${path && path !== "." ? path : "the folder"}${again}` };
+    case "make_figure": return { text: `Drew ${path}${args.caption ? `: ${short(args.caption, 120)}` : ""}` };
+    case "finish_exploration": return { text: "Wrote down the findings" };
+    default: return { text: `Ran ${e.tool}${path ? ` on ${path}` : ""}${again}` };
+  }
+}
+
+function verdictStory(e) {
+  if (e.action === "allowed") return { text: `Allowed ${e.tool || ""}`, quiet: true };
+  const repeat = /repeat|cycle|repetition/.test(e.detector);
+  const what = e.action === "stopped" ? (repeat ? "Stopped a repeat" : "Stopped the loop")
+    : e.action === "nudged" ? (repeat ? "Caught a repeat, told the model" : "Told the model to change course")
+      : e.action === "cached" ? "Answered a repeat from the earlier result"
+        : `${e.action[0].toUpperCase()}${e.action.slice(1)}`;
+  // The evidence (call fingerprints) is for the "every event" view's tooltip, not the story.
+  return { text: `${what}: ${e.tool || ""}${e.count ? ` ×${e.count}` : ""} — ${short(e.reason, 200)}`, kind: "verdict" };
+}
+
+function clock(ts) {
+  if (view.startTs === null) view.startTs = ts;
+  const s = Math.max(0, Math.round(ts - view.startTs));
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
+}
+
 function addEvent(e) {
   view.events += 1;
+  if (e.type === "tool_call_proposed") view.calls.set(e.call_id, { tool: e.tool, arguments: e.arguments });
+  if (e.type === "model_called") view.models.add(e.model);
+  if (e.type === "model_failed") view.modelFailed = true;
+  const told = story(e);
   const classes = [e.type.replace(/[^a-z_]/g, "")];
-  if (e.type === "guard_verdict" && e.action !== "allowed") classes.push("verdict", e.action);
-  if (e.type === "exploration_cut_off") classes.push("cutoff");
+  if (told.kind) classes.push(told.kind);
+  if (e.type === "guard_verdict" && e.action !== "allowed") classes.push(e.action);
   if (e.type === "report_finished" || e.type === "run_interrupted") classes.push("finished");
-  const line = el("li", { className: classes.join(" "), value: e.seq }, `${e.type}  ${summary(e)}`);
+  if (told.quiet) classes.push("quiet");
+  const line = el("li", { className: classes.join(" "), value: e.seq });
   line.dataset.seq = String(e.seq);
+  line.dataset.type = e.type;
+  if (typeof e.ts === "number") line.appendChild(el("span", { className: "when" }, clock(e.ts)));
+  line.appendChild(el("span", { className: "what" }, told.text));
   $("timeline").appendChild(line);
   $("event-count").textContent = `(${view.events} events)`;
   if (e.type === "milestone") {
     view.total = Math.max(view.total, e.total);
     view.stages.set(e.index, { index: e.index, stage: e.stage, state: e.state });
+    if (e.index === 1 && e.detail && e.detail.deliverable) view.deliverable = e.detail.deliverable;
+    setProgress();
+  } else if (e.type === "stage_progress") {
+    view.inside = e;
     setProgress();
   } else if (e.type === "exploration_done" && e.record && e.record.coverage) {
     renderCoverage(e.record.coverage.files || []);
   } else if (e.type === "approval_required" || e.type === "approval_decided") {
     refreshRun();
   } else if (e.type === "report_finished") {
+    view.message = e.message || view.message;
     setStatus(e.status);
   }
 }
@@ -375,6 +494,7 @@ async function showResult() {
   $("result-card").hidden = false;
   const hasPdf = names.has("report.pdf");
   $("no-pdf").hidden = hasPdf;
+  $("no-pdf").textContent = noPdfReason();
   $("pdf").hidden = !hasPdf;
   if (hasPdf) $("pdf").src = artifactUrl("report.pdf");
   if (names.has("report.md")) {
@@ -390,6 +510,18 @@ async function showResult() {
     if (f.size !== null) item.appendChild(el("span", { className: "muted" }, ` ${f.size} bytes`));
     list.appendChild(item);
   }
+}
+
+// Why there is no PDF, from what the run said: never a guess about xelatex for a cancelled run.
+function noPdfReason() {
+  const status = view.status;
+  if (status === "cancelled") return "The run was cancelled before a PDF was made.";
+  if (status === "interrupted") return "The run was interrupted before a PDF was made.";
+  if (status === "failed") return `The run failed, so no PDF was made${view.message ? `: ${view.message}` : "."}`;
+  if (view.deliverable.includes("xelatex not found")) return "No PDF: xelatex is not installed on the server. See Markdown and LaTeX.";
+  if (view.deliverable.includes("switched off")) return "No PDF: the PDF was switched off for this run. See Markdown and LaTeX.";
+  if (/compile failed/.test(view.message)) return `No PDF: the LaTeX did not compile (see the timeline). See Markdown and LaTeX.`;
+  return "No PDF was produced. See Markdown and LaTeX.";
 }
 
 // ------------------------------------------------------------------------------------ wiring
@@ -408,6 +540,7 @@ document.addEventListener("DOMContentLoaded", () => {
     refreshRun();
   });
   for (const button of document.querySelectorAll(".tabs button")) button.addEventListener("click", () => selectTab(button.dataset.tab));
+  $("every-event").addEventListener("change", (event) => { $("timeline").classList.toggle("all", event.target.checked); });
   $("login-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const response = await api("/api/login", {

@@ -48,6 +48,51 @@
     if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
   }
 
+  // The cells of one table row: split on | that is not escaped (\|) and not inside `code`.
+  function cells(row) {
+    const out = [];
+    let cell = "", code = false;
+    const body = row.trim().replace(/^\|/, "").replace(/\|$/, "");
+    for (let k = 0; k < body.length; k += 1) {
+      const c = body[k];
+      if (c === "\\" && body[k + 1] === "|") { cell += "|"; k += 1; continue; }
+      if (c === "`") code = !code;
+      if (c === "|" && !code) { out.push(cell.trim()); cell = ""; continue; }
+      cell += c;
+    }
+    out.push(cell.trim());
+    return out;
+  }
+
+  // A pipe table (a header row, a |---|:---:| delimiter row, body rows) as a <table>; rows
+  // without a delimiter row stay a table of plain rows. Cells are rendered inline, as text.
+  function table(rows, resolveAsset) {
+    const node = document.createElement("table");
+    const delimiter = rows.length > 1 && cells(rows[1]).every((c) => /^:?-{1,}:?$/.test(c));
+    const align = delimiter ? cells(rows[1]).map((c) => (c.endsWith(":") ? (c.startsWith(":") ? "center" : "right") : "")) : [];
+    const addRow = (parent, row, tag) => {
+      const tr = document.createElement("tr");
+      cells(row).forEach((text, k) => {
+        const cell = document.createElement(tag);
+        if (align[k]) cell.style.textAlign = align[k];
+        inline(cell, text, resolveAsset);
+        tr.appendChild(cell);
+      });
+      parent.appendChild(tr);
+    };
+    let body = rows;
+    if (delimiter) {
+      const head = document.createElement("thead");
+      addRow(head, rows[0], "th");
+      node.appendChild(head);
+      body = rows.slice(2);
+    }
+    const tbody = document.createElement("tbody");
+    for (const row of body) addRow(tbody, row, "td");
+    node.appendChild(tbody);
+    return node;
+  }
+
   function render(target, source, resolveAsset) {
     target.replaceChildren();
     const lines = source.replace(/\r\n?/g, "\n").split("\n");
@@ -85,11 +130,9 @@
         continue;
       }
       if (/^\|/.test(line)) {
-        const pre = document.createElement("pre");
         const rows = [];
         while (i < lines.length && /^\|/.test(lines[i])) rows.push(lines[i++]);
-        pre.textContent = rows.join("\n");
-        target.appendChild(pre);
+        target.appendChild(table(rows, resolveAsset));
         continue;
       }
       if (line.trim() === "") {
