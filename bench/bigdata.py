@@ -35,7 +35,7 @@ def big_csv(path: Path, rows: int = 6_500_000) -> dict[str, float]:
     total, lo, hi = 0.0, math.inf, -math.inf
     peak_row = rows - rows // 20
     with path.open("w", encoding="utf-8") as f:
-        f.write("timestamp_s,sensor,temperature_c,pressure_hpa,load_pct\n")
+        f.write("timestamp_s,sensor,temperature_c,pressure_hpa,humidity_pct,status,load_pct\n")
         chunk: list[str] = []
         for i in range(rows):
             if i < 200_000:
@@ -46,7 +46,9 @@ def big_csv(path: Path, rows: int = 6_500_000) -> dict[str, float]:
                 load = round(rng.random() * 40 + 10 * math.sin(i / 50_000), 3)
             total += load
             lo, hi = min(lo, load), max(hi, load)
-            chunk.append(f"{i},S{i % 16:02d},{20 + 5 * math.sin(i / 3600):.3f},{1013 + rng.random():.2f},{load}\n")
+            temperature, humidity = 20 + 5 * math.sin(i / 3600), 40 + 20 * math.sin(i / 86_400)
+            pressure = 1013 + rng.random()
+            chunk.append(f"{i},S{i % 16:02d},{temperature:.4f},{pressure:.3f},{humidity:.3f},ok,{load}\n")
             if len(chunk) == 50_000:
                 f.write("".join(chunk))
                 chunk = []

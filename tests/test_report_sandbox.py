@@ -92,6 +92,21 @@ def test_plain_figure_is_saved_by_the_runtime(folders: tuple[Path, Path, Path]) 
     assert not (folders[1] / ".sandbox" / "fig1").exists()  # staging cleaned up
 
 
+def test_load_every_nth_row_reads_an_even_sample(folders: tuple[Path, Path, Path]) -> None:
+    # A comment line, a semicolon delimiter and 10,000 rows: every=100 keeps rows 0, 100, ... 9900.
+    rows = "\n".join(f"{t};{t * 0.5}" for t in range(10_000))
+    (folders[0] / "big.csv").write_text(f"# logger export\nt;v\n{rows}\n")
+    code = (
+        "df = load('big.csv', every=100)\n"
+        "assert list(df.columns) == ['t', 'v'], list(df.columns)\n"
+        "assert len(df) == 100 and list(df['t'][:3]) == [0, 100, 200] and df['t'].iloc[-1] == 9900, df.head()\n"
+        "assert len(load('big.csv')) == 10_000\n"
+        "plt.plot(df['t'], df['v'])"
+    )
+    outcome = asyncio.run(sandbox(folders).run(code, "sampled"))
+    assert outcome.ok, outcome.message
+
+
 @needs_isolation
 def test_subprocess_through_matplotlib_internals_is_contained(folders: tuple[Path, Path, Path]) -> None:
     marker = folders[2] / "pwned"

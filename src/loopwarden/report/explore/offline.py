@@ -26,6 +26,8 @@ from .statistics import numeric_columns, time_column
 from .tools import ExplorationContext
 
 OFFLINE_LABEL = "offline explorer (deterministic, no language model)"
+FIGURE_ROWS = 100_000
+"""Rows a figure draws at most: a bigger table is drawn from every Nth row."""
 MAX_SEGMENTS = 6
 """Segments read per long document before moving on (the step budget is shared)."""
 _CONTINUE = re.compile(r'Continue with read_file\(path="([^"]+)", offset=(\d+)')
@@ -134,8 +136,11 @@ class OfflineExplorer:
             xs = f"pd.to_datetime(df[{x!r}], errors='coerce')" if dates else f"df[{x!r}]"
             # One panel per measured column: their units differ, so they never share an axis.
             size = f"(6, {2 + 1.6 * len(ys):.1f})"
+            # A big table is drawn from an even sample of its rows, read streaming by the sandbox.
+            profile = self._ctx.tables.get(path)
+            every = math.ceil(profile.rows / FIGURE_ROWS) if profile is not None and profile.rows > FIGURE_ROWS else 1
             lines = [
-                f"df = load({path!r})",
+                f"df = load({path!r}, every={every})" if every > 1 else f"df = load({path!r})",
                 f"fig, axes = plt.subplots({len(ys)}, 1, figsize={size}, sharex=True, squeeze=False)",
             ]
             for i, y in enumerate(ys):
@@ -147,6 +152,8 @@ class OfflineExplorer:
             lines += [f"axes[-1, 0].set_xlabel({x!r})", f"axes[0, 0].set_title({path!r})", "fig.tight_layout()"]
             stem = re.sub(r"[^A-Za-z0-9]+", "_", path.rsplit(".", 1)[0]).strip("_")
             caption = f"{', '.join(ys)} against {x} in {path} (drawn by the offline explorer)."
+            if every > 1:
+                caption += f" One row in {every} of {profile.rows if profile else 0:,} is drawn."
             calls.append(("make_figure", {"code": "\n".join(lines), "filename": stem, "caption": caption}))
         return calls[:8]
 

@@ -180,7 +180,8 @@ def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
     @tool(timeout=180)
     async def make_figure(code: str, filename: str, caption: str) -> ToolResult:
         """Draw a figure with matplotlib in an isolated process. Available names: plt, np, pd,
-        math, statistics and load(path) -> DataFrame for a table of the data folder. Imports:
+        math, statistics and load(path, every=1) -> DataFrame for a table of the data folder
+        (every=N keeps every Nth row: use it for tables of millions of rows). Imports:
         matplotlib, numpy, pandas, math, statistics only. Do not call savefig: the runtime saves
         the current figure as figures/<filename>.png.
 
