@@ -33,8 +33,6 @@ _UNIT = re.compile(
 )
 
 
-
-
 def describe(path: str, text: str) -> Description | None:
     """What a description file says; None when it is not one (no heading and no prose)
     or when it addresses an AI assistant (it is then flagged, never used)."""

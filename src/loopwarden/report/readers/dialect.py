@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FALLBACK_ERRORS", "Dialect", "detect", "generated_names", "split_rows"]
+__all__ = ["FALLBACK_ERRORS", "Dialect", "detect", "generated_names", "split_rows", "unique_names"]
 
 DELIMITERS = (",", ";", "\t", "|", " ")
 COMMENT_MARKS = ("#", "%", "//")
@@ -357,9 +357,14 @@ def _units(header: list[str], row: list[str], rows: list[list[str]], decimal: st
 
 
 def _names(row: list[str]) -> list[str]:
+    return unique_names([cell.strip().lstrip("\ufeff") for cell in row])
+
+
+def unique_names(cells: list[str]) -> list[str]:
+    """Column names as written, an empty one as column_N, a repeated one as name_2, name_3 ..."""
     names: list[str] = []
-    for i, cell in enumerate(row, 1):
-        name = cell.strip().lstrip("\ufeff") or f"column_{i}"
+    for i, cell in enumerate(cells, 1):
+        name = cell or f"column_{i}"
         candidate, n = name, 2
         while candidate in names:
             candidate, n = f"{name}_{n}", n + 1

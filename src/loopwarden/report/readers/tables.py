@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 import pandas as pd
 
 from ..record import TableProfile
-from .dialect import Dialect, detect
+from .dialect import Dialect, detect, unique_names
 from .profile import PROFILE_SECONDS, ColumnStats, NotATable, WholeProfile, profile_whole, text_stream
 
 SAMPLE_ROWS = 200_000
@@ -80,7 +80,7 @@ def read_excel(f: BinaryIO, rel: str) -> TableRead:
     sheets: dict[str, pd.DataFrame] = pd.read_excel(io.BytesIO(data), sheet_name=None, nrows=SAMPLE_ROWS)
     profiles, texts, frames = [], [], {}
     for name, frame in sheets.items():
-        frame.columns = [str(c).strip() for c in frame.columns]
+        frame.columns = unique_names([str(c).strip() for c in frame.columns])  # "t" and "t " stay two columns
         key = f"{rel}#{name}" if len(sheets) > 1 else rel
         profile = profile_frame(key, frame)
         profiles.append(profile)
