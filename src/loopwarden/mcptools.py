@@ -43,6 +43,10 @@ MAX_PAGES = 100
 TIMEOUT_GRACE_S = 5.0
 """The executor's own limit on a call is this much above the MCP read timeout, so the SDK's
 timeout (which also tells the server to cancel) answers first."""
+CLOSE_WITHIN_S = 15.0
+"""How long closing waits for the SDK to leave its client (a stdio server gets 2 s to exit after
+its stdin closes, then it is killed) before the connection's task is cancelled, and as long again
+after that: a server that ignores both is abandoned, never waited for."""
 
 
 class MCPConnectionError(LoopwardenError):
@@ -120,7 +124,9 @@ class MCPTools:
     # -- lifetime ------------------------------------------------------------------------------
 
     async def open(self) -> Self:
-        """Start or reach the server, list its tools and build `tools`."""
+        """Start or reach the server, list its tools and build `tools`. Raises `MCPConnectionError`
+        when it fails or has not answered within `connect_timeout` (the start is then cancelled:
+        a server that never answers `initialize` costs `connect_timeout`, not the read timeout)."""
         if self._task is not None:
             raise MCPConnectionError("this MCPTools is already open")
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
@@ -129,25 +135,28 @@ class MCPTools:
         try:
             listed = await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
         except TimeoutError:
-            await self.aclose()
+            ready.cancel()  # _hold reports nothing more through it
+            self._lost = "did not start"
+            await _finish(self._task, cancel_at_once=True)
             raise MCPConnectionError(f"MCP server did not answer within {self.connect_timeout:g} s") from None
         except BaseException:
+            ready.cancel()
             await self.aclose()
             raise
         self.tools = [self._tool(spec) for spec in listed]
         return self
 
     async def aclose(self) -> None:
-        """Close the connection (a stdio server's process is stopped by the SDK, bounded)."""
+        """Close the connection; bounded (CLOSE_WITHIN_S): the SDK stops a stdio server's process."""
         task, stop = self._task, self._stop
         if task is None or stop is None:
             return
         self._lost = self._lost or "closed"
         stop.set()
         if asyncio.get_running_loop() is self._loop:
-            await asyncio.gather(task, return_exceptions=True)
+            await _finish(task)
         elif self._loop is not None and not self._loop.is_closed():
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_settle(task), self._loop))
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_finish(task), self._loop))
 
     async def __aenter__(self) -> Self:
         return await self.open()
@@ -194,12 +203,15 @@ class MCPTools:
                 if self.namespace is None:
                     info = client.server_info
                     self.namespace = namespace_of(info.name if info is not None and info.name else "mcp")
+                if ready.done():  # open() gave up waiting meanwhile
+                    return
                 self._client = client
                 ready.set_result(listed)
                 await self._stop.wait()
         except Exception as error:  # a failed start is raised by open(); a later one ends the calls
             if not ready.done():
                 ready.set_exception(MCPConnectionError(f"MCP server failed to start: {_describe(error)}"))
+                ready.exception()  # raised by open(); marked as read for when open() has stopped waiting
             self._lost = self._lost or _describe(error)
         finally:
             self._client = None
@@ -268,8 +280,16 @@ async def _list_all(client: Any) -> list[Any]:
     return tools
 
 
-async def _settle(task: asyncio.Task[None]) -> None:
-    await asyncio.gather(task, return_exceptions=True)
+async def _finish(task: asyncio.Task[None], *, cancel_at_once: bool = False) -> None:
+    """Wait for the connection's task to leave the SDK's client: a bounded wait, then a cancel
+    and another bounded wait; a task that outlives both is left behind (it holds nothing we wait on)."""
+    if not cancel_at_once:
+        await asyncio.wait({task}, timeout=CLOSE_WITHIN_S)
+    if not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=CLOSE_WITHIN_S)
+    if task.done() and not task.cancelled():
+        task.exception()  # _hold catches its errors; this only marks the outcome as read
 
 
 def python_server(script: str, *args: str, **options: Any) -> MCPTools:

@@ -13,9 +13,9 @@ from loopwarden.mcp_results import SERVER_GONE
 from loopwarden.mcptools import MCPTools
 from loopwarden.models.base import ModelRequest
 from loopwarden.models.scripted import FunctionModel, ReplyLike, offered_tool_names
-from mcpkit import toolbox, toolbox_http
+from mcpkit import toolbox, toolbox_http, watchdog
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.usefixtures(watchdog.__name__)]
 
 
 def finished(events: list[object]) -> list[ToolCallFinished]:
