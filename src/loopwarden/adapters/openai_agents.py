@@ -48,7 +48,7 @@ from ..config import LoopConfig
 from ..models.base import Usage as LoopUsage
 from ..session import GuardSession, ToolSpec
 from ..trace.tracing import TraceTarget, resolve_trace
-from ._bridge import Answer, Ask, Bridges, Keep, RunBridge, drive, reply_of
+from ._bridge import Answer, Ask, Bridges, Keep, RunBridge, ToolRoles, drive, reply_of
 
 try:  # the run a model call belongs to: the SDK's own per-run owner (its hosted models use it too)
     from agents.models._run_context import get_model_run_owner
@@ -72,8 +72,7 @@ class LoopwardenGuard:
         trace: TraceTarget = None,
     ) -> None:
         self.config = config or LoopConfig()
-        self.terminal_tools, self.repeatable_tools = frozenset(terminal_tools), frozenset(repeatable_tools)
-        self.write_tools = frozenset(write_tools)
+        self.roles = ToolRoles(frozenset(terminal_tools), frozenset(repeatable_tools), frozenset(write_tools))
         self.trace = resolve_trace(trace)  # once: a path opens its store here, not per run
         self._bridges = Bridges()
         self._runs: weakref.WeakKeyDictionary[object, RunBridge] = weakref.WeakKeyDictionary()
@@ -132,23 +131,17 @@ class LoopwardenGuard:
         owner = get_model_run_owner()
         bridge = self._runs.get(owner) if owner is not None else None
         if bridge is None:
-            specs = [self._spec(t) for t in tools if isinstance(t, FunctionTool)]
+            specs = [
+                self.roles.spec(t.name, t.params_json_schema, t.description or "")
+                for t in tools
+                if isinstance(t, FunctionTool)
+            ]
             specs += [ToolSpec(h.tool_name, h.input_json_schema or None, h.tool_description) for h in handoffs]
             session = GuardSession(specs, self.config, model_name=model_name, trace=self.trace)
             bridge = self._bridges.add(RunBridge(session))
             if owner is not None:
                 self._runs[owner] = bridge
         return bridge
-
-    def _spec(self, tool: FunctionTool) -> ToolSpec:
-        return ToolSpec(
-            tool.name,
-            tool.params_json_schema,
-            tool.description or "",
-            terminal=tool.name in self.terminal_tools,
-            repeatable=tool.name in self.repeatable_tools,
-            side_effect="write" if tool.name in self.write_tools else "read",
-        )
 
     def _note(self, bridge: RunBridge, response: ModelResponse) -> None:
         """Remember which run proposed each call, and gave each response (`summary`)."""
