@@ -125,7 +125,8 @@ def table_facts(path: str, frame: pd.DataFrame, profile: TableProfile | None = N
     rows = profile.rows if profile is not None else len(frame)
     facts = [Fact(path=path, column="", statistic="rows", value=rows, over=over)]
     kind = table_kind(frame)
-    columns = [c for c in numeric_columns(frame) if c != time_column(frame)][:MAX_COLUMNS]
+    label = class_column(frame) if kind == "categorical" else None  # a class label has no mean
+    columns = [c for c in numeric_columns(frame) if c not in (time_column(frame), label)][:MAX_COLUMNS]
     for column in columns:
         stats = profile.numeric_summary.get(column, {}) if profile is not None else {}
         series = frame[column].dropna()
@@ -137,7 +138,8 @@ def table_facts(path: str, frame: pd.DataFrame, profile: TableProfile | None = N
                 facts.append(Fact(path=path, column=column, statistic=statistic, value=value, over=over))
     sample = f"first {len(frame)} rows" if profile is not None and len(frame) < profile.rows else over
     if kind != "scan":
-        for a, b, r in correlations(frame[[c for c in frame.columns if str(c) != time_column(frame)]], top=1):
+        measured = [c for c in frame.columns if str(c) not in (time_column(frame), label)]
+        for a, b, r in correlations(frame[measured], top=1):
             facts.append(Fact(path=path, column=a, other=b, statistic="correlation", value=r, over=sample))
     if kind == "time_series":
         facts += _time_series(path, frame, sample)
