@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from ..models.base import ModelReply, ToolCall, Usage
-from ..session import CallVerdict, GuardSession, Turn
+from ..session import CallVerdict, GuardSession, ToolSpec, Turn
 
 R = TypeVar("R")  # a framework's model response
 T = TypeVar("T")
@@ -149,6 +149,25 @@ class RunBridge:
             "detectors": list(finished.detectors) if finished else [],
             "nudges": [n.text for n in self.session.nudges()],
         }
+
+
+@dataclass(frozen=True)
+class ToolRoles:
+    """How a framework's tools count for the guard, by name (an adapter's constructor options)."""
+
+    terminal: frozenset[str] = frozenset()
+    repeatable: frozenset[str] = frozenset()
+    write: frozenset[str] = frozenset()
+
+    def spec(self, name: str, parameters: dict[str, Any] | None, description: str = "") -> ToolSpec:
+        return ToolSpec(
+            name,
+            parameters,
+            description,
+            terminal=name in self.terminal,
+            repeatable=name in self.repeatable,
+            side_effect="write" if name in self.write else "read",
+        )
 
 
 def drive_sync(flow: Flow[T], session: GuardSession, ask: Callable[[Ask], Any], run: Callable[[], Any]) -> T:

@@ -52,6 +52,8 @@ class ExplorationContext:
     """Text read that addresses an AI assistant (flagged in order of reading; events drain it)."""
     groups: list[FileGroup] = field(init=False)
     """Similar files: a group of many is explored through its samples."""
+    statistics_failed: dict[str, str] = field(default_factory=dict)
+    """Tables whose statistics could not be computed: path -> error (reported, never raised)."""
 
     def __post_init__(self) -> None:
         self.guard = PathGuard(self.root)

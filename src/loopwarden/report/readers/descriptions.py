@@ -26,13 +26,11 @@ _MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _TEX_TITLE = re.compile(r"\\title\{([^}]+)\}")
 _PAGE_MARK = re.compile(r"^--- page \d+ of \d+ ---$")
 _CLOSING = re.compile(r"^\[(?:truncated|offset) .*\]$")
-_UNIT = re.compile(
+UNIT_PATTERN = re.compile(
     r"(?P<quantity>[A-Za-z][A-Za-z ()/_-]{1,60}?)\s*(?:\bin\b|\(|\[)\s*"
     r"(?P<unit>cm|mm|m|km|kg|g|mg|ml|l|s|ms|min|h|hours|days|years|°C|°F|K|ppm|ppb|Pa|hPa|kPa|mbar|V|mV|A|mA|W|"
     r"kW|Hz|kHz|MHz|T|mT|%|percent|degrees|inches|feet|mph|knots|m/s|km/h|dB|μm|um|nm)\b(?:\)|\])?",
 )
-
-
 
 
 def describe(path: str, text: str) -> Description | None:
@@ -184,7 +182,7 @@ def _units(text: str) -> dict[str, str]:
         stripped = line.strip().lstrip("-*: ").strip()
         if len(stripped) > 80:
             continue  # a unit is stated on a short line (an attribute list), not inside prose
-        match = _UNIT.fullmatch(stripped.rstrip(".,;"))
+        match = UNIT_PATTERN.fullmatch(stripped.rstrip(".,;"))
         if match:
             units.setdefault(" ".join(match.group("quantity").strip(" ([").split()), match.group("unit"))
     return units
