@@ -4,24 +4,20 @@ year + month table are months, and a month outside 1..12 is left out instead of 
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from loopwarden.events import EventStamper
-from loopwarden.report.events import ExplorationDone
 from loopwarden.report.explore import statistics
 from loopwarden.report.explore.findings import cross_table_findings, table_findings
-from loopwarden.report.explore.loop import explore
-from loopwarden.report.explore.offline import OfflineExplorer
 from loopwarden.report.explore.statistics import checked_facts, fact_sentence, table_facts
 from loopwarden.report.folder.scan import scan_folder
 from loopwarden.report.readers.tables import read_excel
 from loopwarden.report.templates import load_template
 from loopwarden.report.write.gap import find_gaps, has_material
+from reportkit import explore_offline
 
 HOSTILE = {
     "duplicate names": pd.DataFrame([[1, 2, 3], [4, 5, 6], [7, 8, 10]], columns=["t", "t", "u"]),
@@ -81,16 +77,7 @@ def test_a_run_goes_on_when_one_tables_statistics_fail(tmp_path: Path, monkeypat
         return real_kind(frame)
 
     monkeypatch.setattr(statistics, "table_kind", failing_kind)
-    scan = scan_folder(data)
-
-    async def run() -> ExplorationDone:
-        events = [e async for e in explore(data, tmp_path / "out", OfflineExplorer(),
-                                           stamper=EventStamper("s"), scan=scan)]  # fmt: skip
-        done = events[-1]
-        assert isinstance(done, ExplorationDone)
-        return done
-
-    record = asyncio.run(run()).record
+    record = explore_offline(data, tmp_path / "out")
     assert record.statistics_failed == {"hostile.csv": "ZeroDivisionError: float division by zero"}
     assert {f.statistic for f in record.facts if f.path == "hostile.csv"} == {"rows"}
     assert any(f.statistic == "slope" for f in record.facts if f.path == "good.csv"), "the other table is whole"
@@ -101,7 +88,7 @@ def test_a_run_goes_on_when_one_tables_statistics_fail(tmp_path: Path, monkeypat
     assert any("hostile.csv: columns x_mm, odd; its statistics could not be computed" in k for k in record.key_findings)
     template = load_template("lab")
     assert has_material(template, record)
-    gaps = find_gaps(template, record, scan, figures_on=False)
+    gaps = find_gaps(template, record, scan_folder(data), figures_on=False)
     assert [g.message for g in gaps if g.kind == "statistics"] == [
         "the statistics of hostile.csv could not be computed (ZeroDivisionError: float division by zero)"
     ]

@@ -1,7 +1,7 @@
 """The tools of an MCP server as loopwarden tools (the official `mcp` SDK, extra `mcp`).
 
     async with MCPTools.stdio(sys.executable, ["server.py"]) as server:
-        agent = Agent(model, server.tools, tool_search=server.tool_search())
+        agent = Agent(model, [server, my_tool])  # the server's tools; behind ToolSearch when many
 
 Each listed tool keeps its JSON Schema (schema_tools.py), is named `<namespace>.<tool>` (the
 server's name unless given) and carries the guard's flags its annotations declare
@@ -20,12 +20,12 @@ import asyncio
 import re
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
-from .errors import LoopwardenError
+from .errors import ConfigError, LoopwardenError
 from .mcp_results import (
     CONNECTION_CLOSED,
     annotation_flags,
@@ -35,9 +35,12 @@ from .mcp_results import (
     transport_failure,
 )
 from .schema_tools import tool_from_schema
-from .tools import Tool, ToolResult
+from .tools import Tool, ToolLike, ToolResult, tool
 from .toolsearch import ToolSearch
 
+MANY_TOOLS = 20
+"""More tools than this, from an agent's MCP servers together, are offered behind `ToolSearch`:
+a handful of schemas cost less than a search turn, hundreds cost more than the task."""
 MAX_PAGES = 100
 """tools/list pages read at most: a server that paginates forever cannot hang the connection."""
 TIMEOUT_GRACE_S = 5.0
@@ -116,7 +119,7 @@ class MCPTools:
     def connected(self) -> bool:
         return self._client is not None and self._lost is None
 
-    def tool_search(self, many: int = 20, **options: Any) -> ToolSearch | None:
+    def tool_search(self, many: int = MANY_TOOLS, **options: Any) -> ToolSearch | None:
         """A `ToolSearch` for an agent when this server lists more than `many` tools, else None
         (a handful of schemas cost less than a search turn)."""
         return ToolSearch(**options) if len(self.tools) > many else None
@@ -292,9 +295,35 @@ async def _finish(task: asyncio.Task[None], *, cancel_at_once: bool = False) -> 
         task.exception()  # _hold catches its errors; this only marks the outcome as read
 
 
+def offer_servers(
+    items: Iterable[ToolLike | MCPTools], search: ToolSearch | None, many: int = MANY_TOOLS
+) -> tuple[list[ToolLike], ToolSearch | None]:
+    """An agent's tools with each open `MCPTools` replaced by its tools, and the agent's tool
+    search: its own when it has one, else a `ToolSearch` when the servers list more than `many`
+    tools together; the agent's other tools then stay offered from the first turn (`always`)."""
+    tools: list[ToolLike] = []
+    own: list[str] = []
+    listed = 0
+    for item in items:
+        if isinstance(item, MCPTools):
+            if item._task is None:
+                raise ConfigError(
+                    f"MCP server {item.target!r} is not open: pass it open (`async with MCPTools...(...) as server:`)"
+                )
+            tools += item.tools
+            listed += len(item.tools)
+            continue
+        declared = item if isinstance(item, Tool) else tool(item)
+        tools.append(declared)
+        own.append(declared.qualified_name)
+    if search is None and listed > many:
+        search = ToolSearch(always=tuple(own))
+    return tools, search
+
+
 def python_server(script: str, *args: str, **options: Any) -> MCPTools:
     """A stdio server written in Python, run by this interpreter (`sys.executable script args`)."""
     return MCPTools.stdio(sys.executable, [script, *args], **options)
 
 
-__all__ = ["MCPConnectionError", "MCPTools", "namespace_of", "python_server"]
+__all__ = ["MCPConnectionError", "MCPTools", "namespace_of", "offer_servers", "python_server"]
