@@ -22,7 +22,7 @@ from ..readers import TABLE_EXTS
 from ..readers.descriptions import first_sentence, folder_title, main_description
 from .findings import cross_table_findings, group_findings, independent_column, section, table_findings
 from .loop import STEP_BUDGET, descriptions
-from .statistics import numeric_columns, time_column
+from .statistics import class_column, numeric_columns, table_kind, time_column
 from .tools import ExplorationContext
 
 OFFLINE_LABEL = "offline explorer (deterministic, no language model)"
@@ -129,7 +129,13 @@ class OfflineExplorer:
                 dates = time_column(frame, years=False)
                 x = dates or independent_column(frame)
                 ys = [c for c in numeric_columns(frame) if c != x][:4]
+                label = class_column(frame) if table_kind(frame) == "categorical" else None
             except Exception:  # a hostile table (its statistics failure is reported): no figure
+                continue
+            if label is not None and "#" not in path:
+                classes = [c for c in numeric_columns(frame) if c != label][:4]
+                if classes:
+                    calls.append(_class_figure(path, label, classes, self._ctx.tables.get(path)))
                 continue
             if x is None or not ys or "#" in path:
                 continue
@@ -250,6 +256,30 @@ class OfflineExplorer:
             finish_reason="tool_calls" if tool_calls else "stop",
             model=self.name,
         )
+
+
+def _class_figure(path: str, label: str, ys: list[str], profile: Any) -> tuple[str, dict[str, Any]]:
+    """A table of classes: each measured column's distribution per class (box plots), never a
+    line through the classes as if they were a setting."""
+    every = math.ceil(profile.rows / FIGURE_ROWS) if profile is not None and profile.rows > FIGURE_ROWS else 1
+    lines = [
+        f"df = load({path!r}, every={every})" if every > 1 else f"df = load({path!r})",
+        f"groups = sorted(df[{label!r}].dropna().unique().tolist(), key=str)",
+        f"fig, axes = plt.subplots({len(ys)}, 1, figsize=(6, {2 + 1.6 * len(ys):.1f}), squeeze=False)",
+    ]
+    for i, y in enumerate(ys):
+        lines += [
+            f"axes[{i}, 0].boxplot([df.loc[df[{label!r}] == g, {y!r}].dropna() for g in groups])",
+            f"axes[{i}, 0].set_xticks(range(1, len(groups) + 1), [str(g) for g in groups])",
+            f"axes[{i}, 0].set_ylabel({y!r})",
+            f"axes[{i}, 0].grid(True, alpha=0.3)",
+        ]
+    lines += [f"axes[-1, 0].set_xlabel({label!r})", f"axes[0, 0].set_title({path!r})", "fig.tight_layout()"]
+    stem = re.sub(r"[^A-Za-z0-9]+", "_", path.rsplit(".", 1)[0]).strip("_")
+    caption = f"{', '.join(ys)} by {label} in {path}: one box per class (drawn by the offline explorer)."
+    if every > 1:
+        caption += f" One row in {every} of {profile.rows if profile else 0:,} is drawn."
+    return "make_figure", {"code": "\n".join(lines), "filename": stem, "caption": caption}
 
 
 def _chunks(items: list[tuple[str, dict[str, Any]]], size: int) -> list[list[tuple[str, dict[str, Any]]]]:
