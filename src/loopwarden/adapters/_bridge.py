@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar
 
 from ..models.base import ModelReply, ToolCall, Usage
 from ..session import CallVerdict, GuardSession, ToolSpec, Turn
+from ..tools import ToolResult
 
 R = TypeVar("R")  # a framework's model response
 T = TypeVar("T")
@@ -106,14 +107,15 @@ class RunBridge:
             return Keep(response)  # the model's answer, accepted as it is
         return Answer(self.session.output_text)
 
-    def tool_call(self, call_id: str) -> Flow[Keep[Any] | Answer]:
+    def tool_call(self, call_id: str, *, returned: bool = False) -> Flow[Keep[Any] | Answer]:
         """One tool call of the framework: run it (and tell the session what it returned) or
-        answer it with what the guard decided."""
+        answer it with what the guard decided. `returned`: the framework gives the tool's own
+        return value (not the text its model reads), recorded as it is (`as_returned`)."""
         verdict = self.verdict(call_id)
         if verdict is None or verdict.runs:
             ok, value = yield RunTool()
             if verdict is not None:
-                yield Op("record", (call_id, value))
+                yield Op("record", (call_id, as_returned(value) if returned and ok else value))
             if not ok:
                 raise value
             return Keep(value)
@@ -149,6 +151,13 @@ class RunBridge:
             "detectors": list(finished.detectors) if finished else [],
             "nudges": [n.text for n in self.session.nudges()],
         }
+
+
+def as_returned(value: Any) -> Any:
+    """A tool's own return value as loopwarden's tool layer takes it: a string stays the string
+    (`GuardSession.record` would read a JSON string as JSON, as it must for the text a framework
+    hands its model), anything else goes through the result parser."""
+    return ToolResult.success(value) if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)

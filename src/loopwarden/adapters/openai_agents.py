@@ -48,7 +48,7 @@ from ..config import LoopConfig
 from ..models.base import Usage as LoopUsage
 from ..session import GuardSession, ToolSpec
 from ..trace.tracing import TraceTarget, resolve_trace
-from ._bridge import Answer, Ask, Bridges, Keep, RunBridge, ToolRoles, drive, reply_of
+from ._bridge import Answer, Ask, Bridges, Keep, RunBridge, ToolRoles, as_returned, drive, reply_of
 
 try:  # the run a model call belongs to: the SDK's own per-run owner (its hosted models use it too)
     from agents.models._run_context import get_model_run_owner
@@ -117,12 +117,13 @@ class LoopwardenGuard:
         return ToolGuardrailFunctionOutput.reject_content(content, output_info={"loopwarden": verdict.action})
 
     async def _after_tool(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
-        """Tell the guard what a call that ran returned (the SDK's error text, if it failed)."""
+        """Tell the guard what a call that ran returned: the tool's own value (the SDK's error
+        text, if it failed and the tool has the default failure_error_function)."""
         call_id = data.context.tool_call_id
         bridge = self._calls.get(call_id)
         verdict = bridge.verdict(call_id) if bridge is not None else None
         if bridge is not None and verdict is not None and verdict.runs:
-            await bridge.session.record(call_id, data.output)
+            await bridge.session.record(call_id, as_returned(data.output))
         return ToolGuardrailFunctionOutput.allow()
 
     # -- the runs ------------------------------------------------------------------------------------
@@ -225,6 +226,15 @@ class LoopwardenModel(Model):
         raise NotImplementedError(
             "loopwarden's Agents SDK adapter guards Runner.run and Runner.run_sync, not Runner.run_streamed"
         )
+
+    async def _cleanup_on_run_end(self, owner: object) -> None:
+        """The SDK's call when a run ends, however it ended (an answer, `max_turns`, an error):
+        the run's guard session ends with it."""
+        bridge = self.guard._runs.pop(owner, None)
+        if bridge is not None:
+            await bridge.session.close()
+        if self._model is not None:
+            await self._model._cleanup_on_run_end(owner)
 
     async def close(self) -> None:
         if self._model is not None:

@@ -176,7 +176,7 @@ class _GuardedToolset(WrapperToolset[Any]):
         async def run() -> Any:
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
 
-        outcome = await drive(bridge.tool_call(call_id), bridge.session, _no_model, run)
+        outcome = await drive(bridge.tool_call(call_id, returned=True), bridge.session, _no_model, run)
         return outcome.response if isinstance(outcome, Keep) else outcome.text
 
 
