@@ -125,9 +125,12 @@ class OfflineExplorer:
         assert self._ctx is not None
         calls = []
         for path, frame in self._frames().items():
-            dates = time_column(frame, years=False)
-            x = dates or independent_column(frame)
-            ys = [c for c in numeric_columns(frame) if c != x][:4]
+            try:
+                dates = time_column(frame, years=False)
+                x = dates or independent_column(frame)
+                ys = [c for c in numeric_columns(frame) if c != x][:4]
+            except Exception:  # a hostile table (its statistics failure is reported): no figure
+                continue
             if x is None or not ys or "#" in path:
                 continue
             # Against time or a monotonic setting: lines; against another measurement: points only.
