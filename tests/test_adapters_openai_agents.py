@@ -204,3 +204,22 @@ def test_a_healthy_run_is_untouched() -> None:
         )
     assert runs[0] == runs[1]
     assert len(runs[1][0]) == 14
+
+
+def test_a_streamed_run_is_guarded_too() -> None:
+    files, script = Files(), Script(stuck)
+    guard = LoopwardenGuard()
+    agent = guard.wrap(Agent(name="reader", model=script.model(), tools=files.tools()[:1]))
+
+    async def main() -> Any:
+        result = Runner.run_streamed(agent, "Summarise a.txt", max_turns=30)
+        kinds = [event.type async for event in result.stream_events()]
+        assert "raw_response_event" in kinds and "run_item_stream_event" in kinds
+        return result
+
+    result = asyncio.run(main())
+    assert files.reads == ["a.txt"]
+    assert [(s.tools, s.choice) for s in script.seen[-2:]] == [([], None), (["read_file"], "none")]
+    assert isinstance(result.final_output, str) and result.final_output.startswith(ASSEMBLED_MARK)
+    summary = guard.summary(result)
+    assert summary is not None and summary["stop_reason"] == "repeated_call"

@@ -214,3 +214,29 @@ def test_a_healthy_run_is_untouched() -> None:
         runs.append((files.reads, texts, [(s.tools, s.choice) for s in script.seen], result.output))
     assert runs[0] == runs[1]
     assert len(runs[1][0]) == 14
+
+
+def test_a_streamed_run_is_guarded_too() -> None:
+    from pydantic_ai.models.function import DeltaToolCall
+
+    streamed: list[list[str]] = []
+
+    async def stuck_stream(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        streamed.append([t.name for t in info.function_tools])
+        if not info.function_tools and isinstance(messages[-1].parts[-1], UserPromptPart):
+            yield "a.txt has the contents."
+            return
+        yield {0: DeltaToolCall("read_file", '{"path": "a.txt"}', tool_call_id=f"s{len(streamed)}")}
+
+    async def main() -> tuple[str, Any]:
+        agent = Agent(FunctionModel(stream_function=stuck_stream), tools=files.tools()[:1], capabilities=[guard])
+        async with agent.run_stream("Summarise a.txt") as result:
+            return await result.get_output(), result
+
+    files, guard = Files(), Loopwarden()
+    output, result = asyncio.run(main())
+    assert files.reads == ["a.txt"]
+    assert [] in streamed and len(streamed) < 10  # narrowed to no tools, then stopped
+    summary = guard.summary(result)
+    assert summary is not None and summary["stop_reason"] == "repeated_call", summary
+    assert output == "a.txt has the contents."

@@ -5,6 +5,8 @@ stdio and streamable HTTP, the sync entry."""
 from __future__ import annotations
 
 import asyncio
+import io
+import sys
 import time
 from pathlib import Path
 
@@ -108,6 +110,12 @@ def test_the_sync_entry_holds_the_connection_on_its_own_loop() -> None:
         second = asyncio.run(server.call("get_weather", {"city": "Rome"}))
     assert first.ok and second.ok and "Rome" in str(second.data)
     assert not server.connected
+
+
+async def test_a_stdio_server_starts_when_this_process_has_no_real_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # as in a notebook, or under output capture
+    async with toolbox() as server:
+        assert (await server.call("get_weather", {"city": "Oslo"})).ok
 
 
 async def test_a_server_that_cannot_start_raises_a_connection_error() -> None:

@@ -18,21 +18,23 @@ the guard ends the run, the model request returns the run's answer (or its stop 
 so the agent ends with it as its output, and `guard.summary(result)` says why. PydanticAI's own
 `UsageLimits` still apply.
 
-Not covered: streamed runs (`run_stream`: the wrapper model does not stream) and an `output_type`
-other than text when the guard stops (its stop message is text).
+Streamed runs (`run_stream`, `run_stream_events`, `iter`) are guarded too: the model streams as
+usual, but the guard decides on the whole reply, so each reply reaches the consumer once complete.
+Not covered: an `output_type` other than text when the guard stops (its stop message is text).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
-from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.models import CompletedStreamedResponse, Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
@@ -140,7 +142,39 @@ class _GuardedModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
+        async def call(history: list[ModelMessage], settings: ModelSettings, params: ModelRequestParameters) -> Any:
+            return await self.wrapped.request(history, settings, params)
+
+        return await self._guarded(messages, model_settings, model_request_parameters, call)
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        """A streamed request: the model streams as usual, but the guard decides on the whole
+        reply, so the consumer gets it (or the guard's answer) once complete, as stream events."""
+
+        async def call(history: list[ModelMessage], settings: ModelSettings, params: ModelRequestParameters) -> Any:
+            async with self.wrapped.request_stream(history, settings, params, run_context) as stream:
+                async for _ in stream:
+                    pass
+            return stream.get()
+
         params = model_request_parameters
+        response = await self._guarded(messages, model_settings, params, call)
+        yield CompletedStreamedResponse(response, model_request_parameters=params, replay_events=True)
+
+    async def _guarded(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        params: ModelRequestParameters,
+        call: Callable[[list[ModelMessage], ModelSettings, ModelRequestParameters], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
         bridge = self.run.session_for(params, self.wrapped.model_name)
         usage = RequestUsage()
 
@@ -148,7 +182,7 @@ class _GuardedModel(WrapperModel):
             history = bridge.history(list(messages), _user)
             for text, requests in step.follow:
                 history += [ModelResponse(parts=[TextPart(text)]), *(_user(r) for r in requests)]
-            response = await self.wrapped.request(history, *_shaped(step, model_settings, params))
+            response = await call(history, *_shaped(step, model_settings, params))
             usage.incr(response.usage)
             return response, _reply(response)
 
