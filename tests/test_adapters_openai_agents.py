@@ -17,7 +17,7 @@ from agents import Agent, MaxTurnsExceeded, Runner, RunResult, function_tool, se
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
 from loopwarden import Budgets, LoopConfig
-from loopwarden.adapters.openai_agents import LoopwardenGuard
+from loopwarden.adapters.openai_agents import GuardStopped, LoopwardenGuard
 from loopwarden.config import ASSEMBLED_MARK
 from loopwarden.trace.store import RunStore
 
@@ -223,3 +223,16 @@ def test_a_streamed_run_is_guarded_too() -> None:
     assert isinstance(result.final_output, str) and result.final_output.startswith(ASSEMBLED_MARK)
     summary = guard.summary(result)
     assert summary is not None and summary["stop_reason"] == "repeated_call"
+
+
+def test_a_stop_with_structured_output_raises_a_clear_error() -> None:
+    from pydantic import BaseModel
+
+    class Summary(BaseModel):
+        text: str
+
+    files, script, guard = Files(), Script(stuck), LoopwardenGuard()
+    agent = guard.wrap(Agent(name="r", model=script.model(), tools=files.tools()[:1], output_type=Summary))
+    with pytest.raises(GuardStopped, match=r"stopped the run \(repeated_call\)") as stopped:
+        asyncio.run(Runner.run(agent, "Summarise a.txt"))
+    assert stopped.value.summary["stop_reason"] == "repeated_call" and files.reads == ["a.txt"]

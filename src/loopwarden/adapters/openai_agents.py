@@ -20,9 +20,9 @@ final output, and `guard.summary(result)` says why. The SDK's own `max_turns` st
 
 `Runner.run_streamed` is guarded too: the model streams as usual, but the guard decides on the whole
 reply, so each reply reaches the run's stream once complete. Not covered: server-side conversation
-state (`previous_response_id`, `conversation_id`: the guard needs the whole input), handoff targets
-(wrap each agent that should be guarded), and an `output_type` other than text when the guard stops
-(its stop message is text).
+state (`previous_response_id`, `conversation_id`: the guard needs the whole input) and handoff targets
+(wrap each agent that should be guarded). With an `output_type` other than text, a run the guard stops
+raises `GuardStopped` (its stop message is text), which carries the summary.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from ..config import LoopConfig
 from ..models.base import Usage as LoopUsage
 from ..session import GuardSession, ToolSpec
 from ..trace.tracing import TraceTarget, resolve_trace
-from ._bridge import Answer, Ask, Bridges, Keep, RunBridge, ToolRoles, as_returned, drive, reply_of
+from ._bridge import Answer, Ask, Bridges, GuardStopped, Keep, RunBridge, ToolRoles, as_returned, drive, reply_of
 
 try:  # the run a model call belongs to: the SDK's own per-run owner (its hosted models use it too)
     from agents.models._run_context import get_model_run_owner
@@ -288,6 +288,8 @@ class LoopwardenModel(Model):
         if isinstance(outcome, Keep):
             response: ModelResponse = outcome.response
             response = dataclasses.replace(response, usage=usage)  # every model call it took
+        elif request.output_schema is not None and not request.output_schema.is_plain_text():
+            raise GuardStopped(bridge.summary())  # structured output wanted: the stop message is text
         else:
             response = ModelResponse(output=[_message(outcome.text)], usage=usage, response_id=None)
         self.guard._note(bridge, response)
