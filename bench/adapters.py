@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from frameworks import Outcome, _tool_functions, langchain_payload, run_loopwarden
+from frameworks import Outcome, _readable, _tool_functions, agents_response, langchain_payload, run_loopwarden
 from readme_blocks import write_blocks
 from run import versions
 from scenarios import MEASUREMENT_CAP, SCENARIOS, Answer, Call, CapReached, Decision, Meter, Scenario, World, chars
@@ -107,8 +107,107 @@ async def run_langchain(scenario: Scenario, limit: int | None = None, guarded: b
     return Outcome(name, meter, world, _ended(summary, ended))
 
 
+# -- OpenAI Agents SDK ---------------------------------------------------------------------------
+
+
+async def run_openai_agents(scenario: Scenario, limit: int | None = None, guarded: bool = False) -> Outcome:
+    from agents import Agent, MaxTurnsExceeded, ModelResponse, Runner, function_tool, set_tracing_disabled
+    from agents.models.interface import Model
+
+    from loopwarden.adapters.openai_agents import LoopwardenGuard
+
+    set_tracing_disabled(True)
+    meter, world = Meter(scenario), World()
+
+    def role(item: Any) -> Any:
+        return item.get("role") if isinstance(item, dict) else None
+
+    class ScriptedModel(Model):
+        """The SDK's Model interface, as its own tests' FakeModel implements it."""
+
+        async def get_response(
+            self, system_instructions: Any, input: Any, model_settings: Any, tools: Any, *a: Any, **kw: Any
+        ) -> ModelResponse:
+            items = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
+            steered = scenario.metered and sum(role(i) == "user" for i in items) > 1
+            asked_to_answer = not tools and role(items[-1]) == "user"
+            decision = meter.decide(
+                prompt_chars=lambda: chars([system_instructions, [_readable(dict(i)) for i in items]]),
+                tools_offered=not asked_to_answer,
+                steered=steered,
+            )
+            return agents_response(decision, f"c{meter.calls}")
+
+        def stream_response(self, *a: Any, **kw: Any) -> Any:
+            raise NotImplementedError
+
+    tools = [function_tool(f) for f in _tool_functions(world, scenario.tools)]
+    agent = Agent(name="bench", model=ScriptedModel(), tools=tools)
+    guard = LoopwardenGuard(_config(limit)) if guarded else None
+    summary = None
+    try:
+        kwargs: dict[str, Any] = {} if limit is None else {"max_turns": limit + 2}
+        result = await Runner.run(guard.wrap(agent) if guard else agent, scenario.prompt, **kwargs)
+        summary, ended = (guard.summary(result) if guard else None), "final answer"
+    except MaxTurnsExceeded:
+        ended = "MaxTurnsExceeded (max_turns 10)"
+    name = "OpenAI Agents SDK" + (" + loopwarden" if guarded else "")
+    return Outcome(name, meter, world, _ended(summary, ended))
+
+
+# -- PydanticAI ------------------------------------------------------------------------------------
+
+
+async def run_pydantic_ai(scenario: Scenario, limit: int | None = None, guarded: bool = False) -> Outcome:
+    from pydantic_ai import Agent
+    from pydantic_ai.exceptions import UsageLimitExceeded
+    from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.usage import UsageLimits
+
+    from loopwarden.adapters.pydantic_ai import Loopwarden
+
+    meter, world = Meter(scenario), World()
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        def payload() -> list[Any]:  # what reaches a real model: kinds, text, tool names, arguments
+            return [
+                [{k: getattr(p, k, None) for k in ("part_kind", "content", "tool_name", "args")} for p in m.parts]
+                for m in messages
+            ]
+
+        prompts = [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart)]
+        last = messages[-1]
+        asked_to_answer = not info.function_tools and isinstance(last, ModelRequest)
+        asked_to_answer = asked_to_answer and isinstance(last.parts[-1], UserPromptPart)
+        decision = meter.decide(
+            prompt_chars=lambda: chars(payload()),
+            tools_offered=not asked_to_answer,
+            steered=scenario.metered and len(prompts) > 1,
+        )
+        if isinstance(decision, Answer):
+            return ModelResponse(parts=[TextPart(decision.text)])
+        return ModelResponse(parts=[ToolCallPart(decision.tool, decision.args, tool_call_id=f"c{meter.calls}")])
+
+    guard = Loopwarden(_config(limit)) if guarded else None
+    agent = Agent(
+        FunctionModel(model), tools=_tool_functions(world, scenario.tools), capabilities=[guard] if guard else []
+    )
+    summary = None
+    try:
+        limits = None if limit is None else UsageLimits(request_limit=limit + 2)
+        result = await agent.run(scenario.prompt, usage_limits=limits)
+        summary, ended = (guard.summary(result) if guard else None), "final answer"
+    except UsageLimitExceeded:
+        ended = "UsageLimitExceeded (request_limit 50)"
+    name = "PydanticAI" + (" + loopwarden" if guarded else "")
+    return Outcome(name, meter, world, _ended(summary, ended))
+
+
 RUNNERS: dict[str, Runner] = {
     "LangChain create_agent": run_langchain,
+    "OpenAI Agents SDK": run_openai_agents,
+    "PydanticAI": run_pydantic_ai,
 }
 
 

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scenarios import MEASUREMENT_CAP, TOOL_NAMES, Answer, CapReached, Meter, Scenario, World, chars
+from scenarios import MEASUREMENT_CAP, TOOL_NAMES, Answer, Call, CapReached, Meter, Scenario, World, chars
 
 
 @dataclass
@@ -185,9 +185,8 @@ def _langgraph_default_limit() -> str:
 
 
 async def run_openai_agents(scenario: Scenario, limit: int | None = None) -> Outcome:
-    from agents import Agent, MaxTurnsExceeded, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
+    from agents import Agent, MaxTurnsExceeded, ModelResponse, Runner, function_tool, set_tracing_disabled
     from agents.models.interface import Model
-    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
     set_tracing_disabled(True)
     meter, world = Meter(scenario), World()
@@ -203,23 +202,7 @@ async def run_openai_agents(scenario: Scenario, limit: int | None = None) -> Out
                 return [system_instructions, items]
 
             decision = meter.decide(prompt_chars=lambda: chars(payload()), tools_offered=bool(tools))
-            if isinstance(decision, Answer):
-                text = ResponseOutputText(text=decision.text, type="output_text", annotations=[])
-                output: list[Any] = [
-                    ResponseOutputMessage(id="m", content=[text], role="assistant", status="completed", type="message")
-                ]
-            else:
-                call_id = f"c{meter.calls}"
-                output = [
-                    ResponseFunctionToolCall(
-                        id=call_id,
-                        call_id=call_id,
-                        name=decision.tool,
-                        arguments=json.dumps(decision.args),
-                        type="function_call",
-                    )
-                ]
-            return ModelResponse(output=output, usage=Usage(), response_id=None)
+            return agents_response(decision, f"c{meter.calls}")
 
         def stream_response(self, *a: Any, **kw: Any) -> Any:
             raise NotImplementedError
@@ -235,6 +218,26 @@ async def run_openai_agents(scenario: Scenario, limit: int | None = None) -> Out
     except MaxTurnsExceeded:
         ended = "MaxTurnsExceeded (max_turns 10)"
     return Outcome("OpenAI Agents SDK", meter, world, ended)
+
+
+def agents_response(decision: Answer | Call, call_id: str) -> Any:
+    """The scripted model's decision as an Agents SDK `ModelResponse`."""
+    from agents import ModelResponse, Usage
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+    if isinstance(decision, Answer):
+        text = ResponseOutputText(text=decision.text, type="output_text", annotations=[])
+        output: list[Any] = [
+            ResponseOutputMessage(id="m", content=[text], role="assistant", status="completed", type="message")
+        ]
+    else:
+        arguments = json.dumps(decision.args)
+        output = [
+            ResponseFunctionToolCall(
+                id=call_id, call_id=call_id, name=decision.tool, arguments=arguments, type="function_call"
+            )
+        ]
+    return ModelResponse(output=output, usage=Usage(), response_id=None)
 
 
 # -- PydanticAI --------------------------------------------------------------------------------

@@ -39,6 +39,8 @@ SLOW_FILES = (
     "test_report_draft.py",
     "test_report_bib.py",
     "test_report_tex_containment.py",
+    "test_report_pdf_descriptions.py",
+    "test_report_statistics_hostile.py",
 )
 
 

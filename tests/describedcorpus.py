@@ -21,6 +21,31 @@ import pandas as pd
 
 SKLEARN = {"iris": "iris.csv", "wine_data": "wine_data.csv", "breast_cancer": "breast_cancer.csv"}
 """description stem -> shipped data file (both named by scikit-learn)."""
+_CANCER = ("radius", "texture", "perimeter", "area", "smoothness", "compactness", "concavity", "concave points",
+           "symmetry", "fractal dimension")  # fmt: skip
+EXPECTED_COLUMNS = {
+    "iris.csv": ["sepal length", "sepal width", "petal length", "petal width", "class"],
+    "wine_data.csv": [
+        "Alcohol",
+        "Malic acid",
+        "Ash",
+        "Alcalinity of ash",
+        "Magnesium",
+        "Total phenols",
+        "Flavanoids",
+        "Nonflavanoid phenols",
+        "Proanthocyanins",
+        "Color intensity",
+        "Hue",
+        "OD280/OD315 of diluted wines",
+        "Proline",
+        "class",
+    ],
+    "breast_cancer.csv": [f"{n} ({part})" for part in ("mean", "standard error", "worst") for n in _CANCER] + ["class"],
+}
+"""The columns of each shipped file as its .rst names them (its first row is metadata, not a header):
+iris and wine from the ':Attribute Information:' list, breast cancer from its summary statistics
+table (the list gives 10 base features for 30 columns)."""
 MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 
 
@@ -62,13 +87,13 @@ def weather_folder(root: Path, *, wide: bool = True) -> Path:
 
 def raw_frames(root: Path) -> dict[str, pd.DataFrame]:
     """Every table of a corpus folder read with plain pandas, by relative path (the scikit-learn
-    files with their metadata row skipped and the reader's generated names column_1 ...)."""
+    files with their metadata row skipped and the names their .rst gives, EXPECTED_COLUMNS)."""
     frames: dict[str, pd.DataFrame] = {}
     for path in sorted(root.rglob("*.csv")):
         rel = path.relative_to(root).as_posix()
         if path.name in SKLEARN.values():
             frame = pd.read_csv(path, skiprows=1, header=None)
-            frame.columns = [f"column_{i + 1}" for i in range(frame.shape[1])]
+            frame.columns = EXPECTED_COLUMNS[path.name]
         else:
             frame = pd.read_csv(path)
         frames[rel] = frame

@@ -89,6 +89,25 @@ async def collect(
     return [e async for e in run_report(cfg, models=models, exploration=record or make_record(), toolchain=chain)]
 
 
+def explore_offline(data: Path, out: Path) -> ExplorationRecord:
+    """A real offline exploration of `data` (the deterministic explorer, real tools and readers)."""
+    import asyncio
+
+    from loopwarden.events import EventStamper
+    from loopwarden.report.events import ExplorationDone
+    from loopwarden.report.explore.loop import explore
+    from loopwarden.report.explore.offline import OfflineExplorer
+    from loopwarden.report.folder.scan import scan_folder
+
+    async def run() -> list[Event]:
+        stamper = EventStamper("offline")
+        return [e async for e in explore(data, out, OfflineExplorer(), stamper=stamper, scan=scan_folder(data))]
+
+    done = asyncio.run(run())[-1]
+    assert isinstance(done, ExplorationDone)
+    return done.record
+
+
 def milestones(events: list[Event]) -> list[Milestone]:
     return [e for e in events if isinstance(e, Milestone)]
 

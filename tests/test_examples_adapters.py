@@ -24,3 +24,17 @@ def test_the_langchain_example_stops_the_stuck_model() -> None:
     out = run_example("langchain_guard.py")
     assert "the file was read 1 time(s)" in out
     assert "stop_reason=repeated_call" in out
+
+
+def test_the_openai_agents_example_stops_the_stuck_model() -> None:
+    pytest.importorskip("agents.models._run_context")
+    out = run_example("openai_agents_guard.py")
+    assert "the file was read 1 time(s)" in out
+    assert "stop_reason=repeated_call" in out
+
+
+def test_the_pydantic_ai_example_stops_the_stuck_model() -> None:
+    pytest.importorskip("pydantic_ai.capabilities")
+    out = run_example("pydantic_ai_guard.py")
+    assert "the file was read 1 time(s)" in out
+    assert "stop_reason=repeated_call" in out

@@ -5,16 +5,19 @@ stdio and streamable HTTP, the sync entry."""
 from __future__ import annotations
 
 import asyncio
+import io
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from loopwarden import ToolRegistry
 from loopwarden.mcp_results import SERVER_GONE
 from loopwarden.mcptools import MCPConnectionError, MCPTools, namespace_of
-from mcpkit import toolbox, toolbox_http
+from mcpkit import gone_within, silent_listener, silent_stdio, toolbox, toolbox_http, watchdog
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.usefixtures(watchdog.__name__)]
 
 
 async def test_stdio_lists_the_tools_under_the_servers_namespace_with_their_schemas() -> None:
@@ -109,9 +112,40 @@ def test_the_sync_entry_holds_the_connection_on_its_own_loop() -> None:
     assert not server.connected
 
 
+async def test_a_stdio_server_starts_when_this_process_has_no_real_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # as in a notebook, or under output capture
+    async with toolbox() as server:
+        assert (await server.call("get_weather", {"city": "Oslo"})).ok
+
+
 async def test_a_server_that_cannot_start_raises_a_connection_error() -> None:
     with pytest.raises(MCPConnectionError):
         await MCPTools.stdio("/nonexistent/mcp-server", connect_timeout=30).open()
+
+
+async def test_a_stdio_server_that_never_answers_is_given_up_after_connect_timeout_and_stopped(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "pid"
+    silent = silent_stdio(pid_file, timeout=3600.0, connect_timeout=2.0)  # only the start's own limit can end it
+    with pytest.raises(MCPConnectionError, match="did not answer within 2 s"):
+        await silent.open()
+    assert gone_within(int(pid_file.read_text()))  # the SDK stopped the process before open() returned
+    assert not silent.connected
+    assert (await silent.call("anything", {})).error_type == SERVER_GONE
+    await silent.aclose()  # closing again is harmless
+
+
+async def test_an_http_server_that_never_answers_is_given_up_after_connect_timeout() -> None:
+    with silent_listener() as url, pytest.raises(MCPConnectionError, match="did not answer within 2 s"):
+        await MCPTools.http(url, timeout=3600.0, connect_timeout=2.0).open()
+
+
+async def test_nothing_listening_on_the_port_is_a_connection_error() -> None:
+    with silent_listener() as url:
+        pass  # the port is closed again: connections are refused
+    with pytest.raises(MCPConnectionError, match="failed to start"):
+        await MCPTools.http(url, connect_timeout=60.0).open()
 
 
 async def test_two_hundred_tools_are_listed_and_offered_behind_tool_search() -> None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Generic, Self
+from typing import TYPE_CHECKING, Any, Generic, Self, cast
 
 from typing_extensions import TypeVar
 
@@ -35,6 +36,9 @@ from .tools import ToolLike, ToolRegistry
 from .toolsearch import ToolSearch
 from .trace.tracing import Tracer, TraceTarget, resolve_trace
 from .verify import Verifier
+
+if TYPE_CHECKING:
+    from .mcptools import MCPTools
 
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=Any)
@@ -85,7 +89,9 @@ class Agent(Generic[DepsT, OutputT]):
     """A model, its tools and its guards. Everything after `model` and `tools` is keyword-only."""
 
     model: Model
-    tools: ToolRegistry | Iterable[ToolLike] = ()
+    tools: ToolRegistry | Iterable[ToolLike | MCPTools] = ()
+    """Tools, functions, and open `MCPTools` (each stands for its server's tools; when the servers
+    list more than 20, they are offered behind `ToolSearch` unless `tool_search` is given)."""
     _: KW_ONLY
     system: str | None = None
     output_type: type[OutputT] | None = None
@@ -120,7 +126,12 @@ class Agent(Generic[DepsT, OutputT]):
     def __post_init__(self) -> None:
         self.trace = resolve_trace(self.trace)
         if not isinstance(self.tools, ToolRegistry):
-            self.tools = ToolRegistry(self.tools)
+            items = cast("Iterable[ToolLike]", self.tools)
+            if "loopwarden.mcptools" in sys.modules:  # an MCPTools exists only once its module is loaded
+                from .mcptools import offer_servers
+
+                items, self.tool_search = offer_servers(self.tools, self.tool_search)
+            self.tools = ToolRegistry(items)
         if self.tool_search is not None and self.tool_search.name not in self.tools:
             self.tools.add(self.tool_search.build_tool(self.tools))
 

@@ -1,7 +1,7 @@
 """The tools of an MCP server as loopwarden tools (the official `mcp` SDK, extra `mcp`).
 
     async with MCPTools.stdio(sys.executable, ["server.py"]) as server:
-        agent = Agent(model, server.tools, tool_search=server.tool_search())
+        agent = Agent(model, [server, my_tool])  # the server's tools; behind ToolSearch when many
 
 Each listed tool keeps its JSON Schema (schema_tools.py), is named `<namespace>.<tool>` (the
 server's name unless given) and carries the guard's flags its annotations declare
@@ -17,15 +17,16 @@ be left by the task that entered them); calls from another loop, like `agent.run
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TextIO
 
-from .errors import LoopwardenError
+from .errors import ConfigError, LoopwardenError
 from .mcp_results import (
     CONNECTION_CLOSED,
     annotation_flags,
@@ -35,14 +36,21 @@ from .mcp_results import (
     transport_failure,
 )
 from .schema_tools import tool_from_schema
-from .tools import Tool, ToolResult
+from .tools import Tool, ToolLike, ToolResult, tool
 from .toolsearch import ToolSearch
 
+MANY_TOOLS = 20
+"""More tools than this, from an agent's MCP servers together, are offered behind `ToolSearch`:
+a handful of schemas cost less than a search turn, hundreds cost more than the task."""
 MAX_PAGES = 100
 """tools/list pages read at most: a server that paginates forever cannot hang the connection."""
 TIMEOUT_GRACE_S = 5.0
 """The executor's own limit on a call is this much above the MCP read timeout, so the SDK's
 timeout (which also tells the server to cancel) answers first."""
+CLOSE_WITHIN_S = 15.0
+"""How long closing waits for the SDK to leave its client (a stdio server gets 2 s to exit after
+its stdin closes, then it is killed) before the connection's task is cancelled, and as long again
+after that: a server that ignores both is abandoned, never waited for."""
 
 
 class MCPConnectionError(LoopwardenError):
@@ -79,6 +87,9 @@ class MCPTools:
     repeatable: Sequence[str] = ()
     terminal: Sequence[str] = ()
     approve_destructive: bool = True
+    errlog: TextIO | None = None
+    """Where a stdio server's stderr goes: this process's stderr by default, or nowhere when that
+    is no real file (pytest's capture, a notebook: the SDK needs a file descriptor)."""
     tools: list[Tool] = field(default_factory=list, init=False)
     annotations: dict[str, Any] = field(default_factory=dict, init=False)
     """Each tool's `ToolAnnotations` as the server listed them (by the server's tool name)."""
@@ -112,7 +123,7 @@ class MCPTools:
     def connected(self) -> bool:
         return self._client is not None and self._lost is None
 
-    def tool_search(self, many: int = 20, **options: Any) -> ToolSearch | None:
+    def tool_search(self, many: int = MANY_TOOLS, **options: Any) -> ToolSearch | None:
         """A `ToolSearch` for an agent when this server lists more than `many` tools, else None
         (a handful of schemas cost less than a search turn)."""
         return ToolSearch(**options) if len(self.tools) > many else None
@@ -120,7 +131,9 @@ class MCPTools:
     # -- lifetime ------------------------------------------------------------------------------
 
     async def open(self) -> Self:
-        """Start or reach the server, list its tools and build `tools`."""
+        """Start or reach the server, list its tools and build `tools`. Raises `MCPConnectionError`
+        when it fails or has not answered within `connect_timeout` (the start is then cancelled:
+        a server that never answers `initialize` costs `connect_timeout`, not the read timeout)."""
         if self._task is not None:
             raise MCPConnectionError("this MCPTools is already open")
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
@@ -129,25 +142,28 @@ class MCPTools:
         try:
             listed = await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
         except TimeoutError:
-            await self.aclose()
+            ready.cancel()  # _hold reports nothing more through it
+            self._lost = "did not start"
+            await _finish(self._task, cancel_at_once=True)
             raise MCPConnectionError(f"MCP server did not answer within {self.connect_timeout:g} s") from None
         except BaseException:
+            ready.cancel()
             await self.aclose()
             raise
         self.tools = [self._tool(spec) for spec in listed]
         return self
 
     async def aclose(self) -> None:
-        """Close the connection (a stdio server's process is stopped by the SDK, bounded)."""
+        """Close the connection; bounded (CLOSE_WITHIN_S): the SDK stops a stdio server's process."""
         task, stop = self._task, self._stop
         if task is None or stop is None:
             return
         self._lost = self._lost or "closed"
         stop.set()
         if asyncio.get_running_loop() is self._loop:
-            await asyncio.gather(task, return_exceptions=True)
+            await _finish(task)
         elif self._loop is not None and not self._loop.is_closed():
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_settle(task), self._loop))
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_finish(task), self._loop))
 
     async def __aenter__(self) -> Self:
         return await self.open()
@@ -185,25 +201,37 @@ class MCPTools:
 
     async def _hold(self, ready: asyncio.Future[list[Any]]) -> None:
         """The connection's own task: enters the SDK client, lists, waits for `aclose`, leaves."""
-        from mcp import Client
+        from mcp import Client, StdioServerParameters
+        from mcp.client.stdio import stdio_client
 
         assert self._stop is not None
+        target, devnull = self.target, None
+        if isinstance(target, StdioServerParameters):
+            errlog = self.errlog if self.errlog is not None else _usable(sys.stderr)
+            if errlog is None:
+                errlog = devnull = open(os.devnull, "w")  # noqa: SIM115 (closed below, after the client)
+            target = stdio_client(target, errlog=errlog)
         try:
-            async with Client(self.target, read_timeout_seconds=self.timeout) as client:
+            async with Client(target, read_timeout_seconds=self.timeout) as client:
                 listed = await _list_all(client)
                 if self.namespace is None:
                     info = client.server_info
                     self.namespace = namespace_of(info.name if info is not None and info.name else "mcp")
+                if ready.done():  # open() gave up waiting meanwhile
+                    return
                 self._client = client
                 ready.set_result(listed)
                 await self._stop.wait()
         except Exception as error:  # a failed start is raised by open(); a later one ends the calls
             if not ready.done():
                 ready.set_exception(MCPConnectionError(f"MCP server failed to start: {_describe(error)}"))
+                ready.exception()  # raised by open(); marked as read for when open() has stopped waiting
             self._lost = self._lost or _describe(error)
         finally:
             self._client = None
             self._lost = self._lost or "closed"
+            if devnull is not None:
+                devnull.close()
 
     # -- calls ---------------------------------------------------------------------------------
 
@@ -256,6 +284,15 @@ class MCPTools:
         return call_result(result, qualified)
 
 
+def _usable(stream: TextIO) -> TextIO | None:
+    """`stream` when a child process can write to it (it has a file descriptor), else None."""
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+        return None
+    return stream
+
+
 async def _list_all(client: Any) -> list[Any]:
     tools: list[Any] = []
     cursor: str | None = None
@@ -268,8 +305,42 @@ async def _list_all(client: Any) -> list[Any]:
     return tools
 
 
-async def _settle(task: asyncio.Task[None]) -> None:
-    await asyncio.gather(task, return_exceptions=True)
+async def _finish(task: asyncio.Task[None], *, cancel_at_once: bool = False) -> None:
+    """Wait for the connection's task to leave the SDK's client: a bounded wait, then a cancel
+    and another bounded wait; a task that outlives both is left behind (it holds nothing we wait on)."""
+    if not cancel_at_once:
+        await asyncio.wait({task}, timeout=CLOSE_WITHIN_S)
+    if not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=CLOSE_WITHIN_S)
+    if task.done() and not task.cancelled():
+        task.exception()  # _hold catches its errors; this only marks the outcome as read
+
+
+def offer_servers(
+    items: Iterable[ToolLike | MCPTools], search: ToolSearch | None, many: int = MANY_TOOLS
+) -> tuple[list[ToolLike], ToolSearch | None]:
+    """An agent's tools with each open `MCPTools` replaced by its tools, and the agent's tool
+    search: its own when it has one, else a `ToolSearch` when the servers list more than `many`
+    tools together; the agent's other tools then stay offered from the first turn (`always`)."""
+    tools: list[ToolLike] = []
+    own: list[str] = []
+    listed = 0
+    for item in items:
+        if isinstance(item, MCPTools):
+            if item._task is None:
+                raise ConfigError(
+                    f"MCP server {item.target!r} is not open: pass it open (`async with MCPTools...(...) as server:`)"
+                )
+            tools += item.tools
+            listed += len(item.tools)
+            continue
+        declared = item if isinstance(item, Tool) else tool(item)
+        tools.append(declared)
+        own.append(declared.qualified_name)
+    if search is None and listed > many:
+        search = ToolSearch(always=tuple(own))
+    return tools, search
 
 
 def python_server(script: str, *args: str, **options: Any) -> MCPTools:
@@ -277,4 +348,4 @@ def python_server(script: str, *args: str, **options: Any) -> MCPTools:
     return MCPTools.stdio(sys.executable, [script, *args], **options)
 
 
-__all__ = ["MCPConnectionError", "MCPTools", "namespace_of", "python_server"]
+__all__ = ["MCPConnectionError", "MCPTools", "namespace_of", "offer_servers", "python_server"]

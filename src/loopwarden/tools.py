@@ -69,6 +69,16 @@ class ToolResult(BaseModel):
         return json.dumps(payload, ensure_ascii=False, default=str)
 
 
+class ArgumentsAsGiven(BaseModel):
+    """The arguments of a tool declared by a JSON Schema (schema_tools.py), kept as the one JSON
+    object the model sent, in `arguments`. The guard fingerprints, compares (detectors) and reports
+    (events, approvals) that object itself, as it does a typed tool's fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    arguments: dict[str, Any]
+
+
 ResultParser = Callable[[Any], "ToolResult | None"]
 """Turns a tool's raw return value into a failure when it is one in disguise; None = success."""
 
@@ -172,6 +182,11 @@ class Tool:
     pace: ToolPace = field(default_factory=ToolPace, init=False, compare=False, repr=False)
     context_arg: str | None = None
     """The parameter annotated `RunContext[...]`, filled by the runtime and absent from the schema."""
+    rerun_on_recovery: bool = False
+    """Durable runs (durable/steps.py): True for a tool whose effect is state in the process that
+    later code reads (what has been read, a record being built): a recovered run runs it again
+    instead of replaying its recorded result. It must be safe to run twice; a model call it makes
+    is still a step, never paid twice."""
 
     @property
     def qualified_name(self) -> str:
@@ -309,6 +324,7 @@ def tool(
     roles: Iterable[str] | None = None,
     requires_approval: bool = False,
     blocking: bool | None = None,
+    rerun_on_recovery: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -327,6 +343,7 @@ def tool(
     roles: Iterable[str] | None = None,
     requires_approval: bool = False,
     blocking: bool | None = None,
+    rerun_on_recovery: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a tool from a typed function (sync or async); usable bare or with options.
     `blocking=True` for a sync function that may wait (I/O, subprocesses, big files): it then
@@ -352,6 +369,7 @@ def tool(
             requires_approval=requires_approval,
             is_async=inspect.iscoroutinefunction(func),
             blocking=blocking,
+            rerun_on_recovery=rerun_on_recovery,
         )
 
     if fn is not None:

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from loopwarden import Agent, LoopConfig, ScriptedModel, call
+from loopwarden import Agent, ConfigError, LoopConfig, ScriptedModel, call, tool
 from loopwarden.events import ToolCallFinished
 from loopwarden.mcp_results import SERVER_GONE
 from loopwarden.mcptools import MCPTools
 from loopwarden.models.base import ModelRequest
 from loopwarden.models.scripted import FunctionModel, ReplyLike, offered_tool_names
-from mcpkit import toolbox, toolbox_http
+from mcpkit import toolbox, toolbox_http, watchdog
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.usefixtures(watchdog.__name__)]
 
 
 def finished(events: list[object]) -> list[ToolCallFinished]:
@@ -53,9 +53,13 @@ async def test_a_name_holding_the_wire_separator_is_offered_and_called() -> None
 
 
 async def test_two_hundred_tools_reach_the_model_through_tool_search() -> None:
+    @tool
+    def note(text: str) -> str:
+        """Keep a note for the user."""
+        return text
+
     async with toolbox("--many", "200") as server:
-        search = server.tool_search()
-        assert search is not None and len(server.tools) == 208
+        assert len(server.tools) == 208
 
         def reply(request: ModelRequest) -> ReplyLike:
             names = offered_tool_names(request)
@@ -67,11 +71,25 @@ async def test_two_hundred_tools_reach_the_model_through_tool_search() -> None:
             return "exported"
 
         model = FunctionModel(reply)
-        result = await Agent(model, server.tools, tool_search=search).run("Export the invoices")
+        agent = Agent(model, [server, note])  # more than 20 server tools: behind tool search by itself
+        result = await agent.run("Export the invoices")
+    search = agent.tool_search
+    assert search is not None and search.always == ("note",)
     first, second = (offered_tool_names(r) for r in model.requests[:2])
-    assert first == ["search_tools"]  # not 208 schemas
-    assert len(second) <= 1 + search.max_discovered and any(n.startswith("toolbox__export_invoice") for n in second)
+    assert first == ["note", "search_tools"]  # the agent's own tool, and the search: not 208 schemas
+    assert len(second) <= 2 + search.max_discovered and any(n.startswith("toolbox__export_invoice") for n in second)
     assert result.status == "completed" and [e.ok for e in finished(result.events)] == [True, True]
+
+
+async def test_a_few_server_tools_are_offered_as_they_are_and_an_unopened_server_is_refused() -> None:
+    async with toolbox() as server:
+        model = ScriptedModel([call("toolbox__get_weather", {"city": "Oslo"}), "rain"])
+        agent = Agent(model, [server])
+        result = await agent.run("Weather in Oslo?")
+    assert agent.tool_search is None and len(offered_tool_names(model.requests[0])) == len(server.tools)
+    assert result.status == "completed"
+    with pytest.raises(ConfigError, match="not open"):
+        Agent(ScriptedModel(["-"]), [toolbox()])
 
 
 async def test_a_server_dying_mid_run_gives_the_model_a_clear_error_and_the_run_ends_cleanly() -> None:

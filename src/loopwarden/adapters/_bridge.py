@@ -18,11 +18,22 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from ..errors import LoopwardenError
 from ..models.base import ModelReply, ToolCall, Usage
-from ..session import CallVerdict, GuardSession, Turn
+from ..session import CallVerdict, GuardSession, ToolSpec, Turn
+from ..tools import ToolResult
 
 R = TypeVar("R")  # a framework's model response
 T = TypeVar("T")
+
+
+class GuardStopped(LoopwardenError):
+    """The guard ended a run whose framework wants structured output, which its stop message is not."""
+
+    def __init__(self, summary: dict[str, Any]) -> None:
+        self.summary = summary
+        reason = summary.get("stop_reason") or summary.get("status")
+        super().__init__(f"loopwarden stopped the run ({reason}): {summary.get('message') or 'no answer'}")
 
 
 @dataclass
@@ -106,14 +117,15 @@ class RunBridge:
             return Keep(response)  # the model's answer, accepted as it is
         return Answer(self.session.output_text)
 
-    def tool_call(self, call_id: str) -> Flow[Keep[Any] | Answer]:
+    def tool_call(self, call_id: str, *, returned: bool = False) -> Flow[Keep[Any] | Answer]:
         """One tool call of the framework: run it (and tell the session what it returned) or
-        answer it with what the guard decided."""
+        answer it with what the guard decided. `returned`: the framework gives the tool's own
+        return value (not the text its model reads), recorded as it is (`as_returned`)."""
         verdict = self.verdict(call_id)
         if verdict is None or verdict.runs:
             ok, value = yield RunTool()
             if verdict is not None:
-                yield Op("record", (call_id, value))
+                yield Op("record", (call_id, as_returned(value) if returned and ok else value))
             if not ok:
                 raise value
             return Keep(value)
@@ -149,6 +161,32 @@ class RunBridge:
             "detectors": list(finished.detectors) if finished else [],
             "nudges": [n.text for n in self.session.nudges()],
         }
+
+
+def as_returned(value: Any) -> Any:
+    """A tool's own return value as loopwarden's tool layer takes it: a string stays the string
+    (`GuardSession.record` would read a JSON string as JSON, as it must for the text a framework
+    hands its model), anything else goes through the result parser."""
+    return ToolResult.success(value) if isinstance(value, str) else value
+
+
+@dataclass(frozen=True)
+class ToolRoles:
+    """How a framework's tools count for the guard, by name (an adapter's constructor options)."""
+
+    terminal: frozenset[str] = frozenset()
+    repeatable: frozenset[str] = frozenset()
+    write: frozenset[str] = frozenset()
+
+    def spec(self, name: str, parameters: dict[str, Any] | None, description: str = "") -> ToolSpec:
+        return ToolSpec(
+            name,
+            parameters,
+            description,
+            terminal=name in self.terminal,
+            repeatable=name in self.repeatable,
+            side_effect="write" if name in self.write else "read",
+        )
 
 
 def drive_sync(flow: Flow[T], session: GuardSession, ask: Callable[[Ask], Any], run: Callable[[], Any]) -> T:

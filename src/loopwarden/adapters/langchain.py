@@ -31,7 +31,7 @@ from ..config import LoopConfig
 from ..models.base import Usage
 from ..session import GuardSession, ToolSpec
 from ..trace.tracing import TraceTarget, resolve_trace
-from ._bridge import Answer, Ask, Bridges, Keep, RunBridge, drive, drive_sync, reply_of
+from ._bridge import Answer, Ask, Bridges, Keep, RunBridge, ToolRoles, drive, drive_sync, reply_of
 
 KEY = "loopwarden"
 
@@ -154,15 +154,8 @@ class LoopwardenMiddleware(AgentMiddleware[LoopwardenState, Any]):
 
     def _spec(self, tool: Any) -> ToolSpec:
         function = convert_to_openai_tool(tool)["function"]
-        name = function["name"]
-        return ToolSpec(
-            name,
-            function.get("parameters"),
-            function.get("description") or "",
-            terminal=name in self.terminal_tools,
-            repeatable=name in self.repeatable_tools,
-            side_effect="write" if name in self.write_tools else "read",
-        )
+        roles = ToolRoles(self.terminal_tools, self.repeatable_tools, self.write_tools)
+        return roles.spec(function["name"], function.get("parameters"), function.get("description") or "")
 
 
 # -- LangChain's types and loopwarden's ------------------------------------------------------------

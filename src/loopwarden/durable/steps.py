@@ -9,6 +9,13 @@
 - Waiting for an approval is `DBOS.recv` on a topic per call id: a decision sent while the run
   was down is waiting for it when it comes back.
 
+- A model called outside a run's loop (the report's drafts and reviews, a vision model reading an
+  image) is a step too (`hooks.adapt_model`).
+- A tool declared `rerun_on_recovery` (its effect is state in the process, e.g. the report's
+  exploration tools, which build the record of what was read) is not a step: a recovered run
+  runs it again, so that state is rebuilt. Its first model call is a step at an id drawn with
+  the turn's others, in proposal order, so it is replayed, never paid twice.
+
 Everything else in the loop (the guard's ladder counts, detector windows, checklist, remembered
 results, budgets spent, event numbers) is plain code over those recorded outputs, so replaying
 the workflow rebuilds it exactly: a recovered run gives the verdicts it would have given.
@@ -25,9 +32,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from dbos import DBOS
+from dbos import DBOS, StepOptions
 from pydantic import BaseModel
 
 from ..approval import ApprovalGate, Decision, PendingCall
@@ -43,6 +51,8 @@ if TYPE_CHECKING:
 
 APPROVAL_WAIT_S = 3600.0
 """One durable wait for a decision; waits without a gate timeout simply wait again."""
+_reserved_model_step: ContextVar[list[Any] | None] = ContextVar("loopwarden_reserved_model_step", default=None)
+"""Inside a `rerun_on_recovery` tool: the step id drawn for its first model call."""
 
 
 class DurableModel:
@@ -52,8 +62,18 @@ class DurableModel:
         self.inner = inner
         self.name = inner.name
 
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (a copy being built)
+            raise AttributeError(name)
+        return getattr(self.inner, name)  # context_window, prices' names, ...: what the model says of itself
+
     async def complete(self, request: ModelRequest) -> ModelReply:
-        outcome: dict[str, Any] = await DBOS.run_step_async({"name": f"model:{self.name}"}, self._call, request)
+        options: StepOptions = {"name": f"model:{self.name}"}
+        reserved = _reserved_model_step.get()
+        if reserved:
+            outcome: dict[str, Any] = await reserved.pop().run_async(options, self._call, request)
+        else:
+            outcome = await DBOS.run_step_async(options, self._call, request)
         if "error" in outcome:
             error = outcome["error"]
             notes = [ClientNote.model_validate(n) for n in error.pop("notes", [])]
@@ -93,6 +113,8 @@ def durable_executor(executor: Executor) -> Executor:
         if reservation is None:  # not through run_many: nothing to pair it with on replay
             return await plain_run(tool, arguments)
         key = f"{DBOS.workflow_id}:{reservation.step_id}"
+        if tool.rerun_on_recovery:
+            return await _rerun(plain_run, tool, arguments, key, reservation)
         record: dict[str, Any] = await reservation.run_async(
             {"name": f"tool:{tool.wire_name}"}, _execute, plain_run, tool, arguments, key
         )
@@ -106,6 +128,17 @@ def durable_executor(executor: Executor) -> Executor:
     clone.run = run  # type: ignore[method-assign]
     clone.run_many = run_many  # type: ignore[method-assign]
     return clone
+
+
+async def _rerun(plain_run: Any, tool: Tool, arguments: BaseModel, key: str, reservation: Any) -> Execution:
+    """Runs as workflow code, again on every recovery; its first model call at `reservation`."""
+    tokens = idempotency_key_var.set(key), _reserved_model_step.set([reservation])
+    try:
+        execution: Execution = await plain_run(tool, arguments)
+        return execution
+    finally:
+        idempotency_key_var.reset(tokens[0])
+        _reserved_model_step.reset(tokens[1])
 
 
 async def _execute(plain_run: Any, tool: Tool, arguments: BaseModel, key: str) -> dict[str, Any]:
@@ -141,9 +174,14 @@ def approval_topic(call_id: str) -> str:
     return f"approval:{call_id}"
 
 
+def durable_model(model: Model) -> Model:
+    """The model hook installed inside a durable workflow (hooks.adapt_model)."""
+    return model if isinstance(model, DurableModel) else DurableModel(model)
+
+
 def make_durable(run: Run) -> None:
     """The run hook installed inside a durable workflow (hooks.run_hook)."""
     agent = copy.copy(run.agent)  # the caller's Agent is shared by its runs: adapt a copy
-    agent.model = DurableModel(agent.model)
+    agent.model = durable_model(agent.model)
     run.agent = agent
     run.executor = durable_executor(run.executor)

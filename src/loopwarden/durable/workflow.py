@@ -19,11 +19,11 @@ from typing import Any
 from dbos import DBOS
 
 from ..events import Event
-from ..hooks import run_hook
+from ..hooks import model_hook, run_hook
 from ..server.runner import _REPORT_STATUSES, TERMINAL_EVENT, Progress, _accepts_approvals, end_run
 from ..trace.store import RunStatus, RunStore
 from .secrets import SecretRef, release, restore
-from .steps import DurableApprovalGate, make_durable
+from .steps import DurableApprovalGate, durable_model, make_durable
 
 log = logging.getLogger(__name__)
 WORKFLOW_NAME = "loopwarden.run"
@@ -56,7 +56,7 @@ async def run_workflow(job_spec: str, config: Any, run_id: str, secrets: list[di
     start = await DBOS.run_step_async({"name": "claim"}, _claim, run_id)
     recorder = EventRecorder(store, run_id)
     config = restore(config, run_id, [SecretRef.model_validate(ref) for ref in secrets or []])
-    token = run_hook.set(make_durable)
+    token, model_token = run_hook.set(make_durable), model_hook.set(durable_model)
     try:
         job = _load_job(job_spec)
         extra: dict[str, Any] = {"approvals": DurableApprovalGate()} if _accepts_approvals(job) else {}
@@ -78,6 +78,7 @@ async def run_workflow(job_spec: str, config: Any, run_id: str, secrets: list[di
         return "failed"
     finally:
         run_hook.reset(token)
+        model_hook.reset(model_token)
         release(run_id)
     if not recorder.finished:
         finish(store, run_id, "failed", "the job ended without a report_finished event", ["job_incomplete"])

@@ -137,3 +137,5 @@ class ExplorationRecord(BaseModel):
     """What the folder's description files say (README, .rst, .md, docstrings, PDFs), as written."""
     suspected_injections: list[SuspectedInjection] = Field(default_factory=list)
     """Text in the data addressing an AI assistant: flagged, never followed or cited."""
+    statistics_failed: dict[str, str] = Field(default_factory=dict)
+    """Tables whose statistics could not be computed: path -> the error (said, never raised)."""

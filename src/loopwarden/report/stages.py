@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..approval import ApprovalGate
 from ..events import Event, EventStamper, Totals
+from ..hooks import adapt_model
 from ..models.base import Model
 from .config import ReportConfig
 from .events import ExplorationDone, FigureMade, GapFound, ReportStatus, ScanDone
@@ -222,7 +223,7 @@ def _approval_arguments(ctx: Context) -> dict[str, Any]:
 
 def _explorer_models(ctx: Context) -> tuple[Model, Model | None]:
     if ctx.models.explorer is not None:
-        return ctx.models.explorer, ctx.models.vision
+        return ctx.models.explorer, _adapted(ctx.models.vision)
     endpoint = ctx.config.endpoint
     if endpoint is None:
         offline = importlib.import_module("loopwarden.report.explore.offline")
@@ -230,8 +231,13 @@ def _explorer_models(ctx: Context) -> tuple[Model, Model | None]:
         return explorer, None
     from ..models.openai_compat import build_model
 
-    vision = build_model(endpoint, "vision") if endpoint.vision_model else None
-    return build_model(endpoint, "cheap"), ctx.models.vision or vision
+    vision = ctx.models.vision or (build_model(endpoint, "vision") if endpoint.vision_model else None)
+    return build_model(endpoint, "cheap"), _adapted(vision)
+
+
+def _adapted(model: Model | None) -> Model | None:
+    """A model called outside the agent's loop: a step in a durable run (hooks.adapt_model)."""
+    return adapt_model(model) if model is not None else None
 
 
 async def _figures(ctx: Context, detail: dict[str, Any]) -> AsyncIterator[Event]:
@@ -297,7 +303,7 @@ def _new_writing(ctx: Context) -> Writing:
 
         writer = build_model(ctx.config.endpoint, "main")
     session = Session(
-        writer or _NoModel(), ctx.stamp, Totals(), ctx.tools, ctx.config.out_dir, ctx.config.compile_timeout
+        _adapted(writer) or _NoModel(), ctx.stamp, Totals(), ctx.tools, ctx.config.out_dir, ctx.config.compile_timeout
     )
     if ctx.config.endpoint is not None:
         from ..models.config import default_prices

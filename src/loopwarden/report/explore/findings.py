@@ -11,12 +11,12 @@ import pandas as pd
 
 from ..record import FileGroupRecord, TableProfile
 from .statistics import (
+    checked_facts,
     class_column,
     column_sentences,
     fmt,
     numeric_columns,
     setting_column,
-    table_facts,
     table_kind,
     time_column,
 )
@@ -40,8 +40,15 @@ def _fmt(value: float) -> str:
 def table_findings(path: str, frame: pd.DataFrame, profile: TableProfile | None = None) -> list[str]:
     """Findings of one table, in words, from its facts (statistics.py): each number named, with
     its file, column and the rows it covers."""
-    found = [f"{path}: columns {', '.join(str(c) for c in frame.columns)}; read as {_kind_words(frame)}."]
-    return found + column_sentences(table_facts(path, frame, profile))
+    facts, failed = checked_facts(path, frame, profile)
+    columns = ", ".join(str(c) for c in frame.columns)
+    if failed is None:
+        try:
+            return [f"{path}: columns {columns}; read as {_kind_words(frame)}.", *column_sentences(facts)]
+        except Exception as error:  # a hostile table: said, never raised
+            failed = f"{type(error).__name__}: {error}".splitlines()[0][:200]
+    said = f"{path}: columns {columns}; its statistics could not be computed ({failed}); only its rows are counted."
+    return [said, *column_sentences(facts)]
 
 
 def _kind_words(frame: pd.DataFrame) -> str:
@@ -63,20 +70,29 @@ def cross_table_findings(frames: dict[str, pd.DataFrame]) -> list[str]:
         groups.setdefault(tuple(str(c) for c in frame.columns), []).append(path)
     found = []
     for columns, paths in groups.items():
-        frame0 = frames[paths[0]]
-        x = independent_column(frame0)
-        if len(paths) < 2 or x is None:
+        if len(paths) < 2:
             continue
-        for y in numeric_columns(frame0):
-            if y == x:
-                continue
-            maxima = {p: float(frames[p][y].max()) for p in sorted(paths, key=_natural)}
-            if len(set(maxima.values())) > 1:
-                listing = ", ".join(f"{_label(p)}: {_fmt(v)}" for p, v in maxima.items())
-                found.append(
-                    f"Across {len(paths)} runs with columns {', '.join(columns)}, the maximum {y} is {listing}."
-                )
-                found.extend(_scaling(y, maxima))
+        try:
+            found += _across_runs(columns, paths, frames)
+        except Exception:  # a hostile table (duplicate names, odd types): no comparison, no crash
+            continue
+    return found
+
+
+def _across_runs(columns: tuple[str, ...], paths: list[str], frames: dict[str, pd.DataFrame]) -> list[str]:
+    frame0 = frames[paths[0]]
+    x = independent_column(frame0)
+    found: list[str] = []
+    if x is None:
+        return found
+    for y in numeric_columns(frame0):
+        if y == x:
+            continue
+        maxima = {p: float(frames[p][y].max()) for p in sorted(paths, key=_natural)}
+        if len(set(maxima.values())) > 1:
+            listing = ", ".join(f"{_label(p)}: {_fmt(v)}" for p, v in maxima.items())
+            found.append(f"Across {len(paths)} runs with columns {', '.join(columns)}, the maximum {y} is {listing}.")
+            found.extend(_scaling(y, maxima))
     return found
 
 

@@ -19,6 +19,7 @@ from ..approvals import DenyAll, gate_code_tools
 from ..events import ExplorationCutOff, ExplorationDone, InjectionSuspected, IsolationProbed
 from ..folder.groups import group_files
 from ..folder.scan import ScanResult
+from ..readers.attributes import link_units
 from ..readers.descriptions import describe, folder_title
 from ..readers.images import OcrReader
 from ..readers.injection import PROMPT_RULE
@@ -27,7 +28,7 @@ from ..sandbox.isolation import probe_isolation
 from ..sandbox.runner import FigureSandbox
 from .findings import cross_table_findings, table_findings
 from .progress import ExploreProgress
-from .statistics import table_facts
+from .statistics import checked_facts
 from .tools import ExplorationContext, exploration_tools
 
 STEP_BUDGET = 20
@@ -35,14 +36,17 @@ EXPLORE_MAX_TOKENS = 1024
 """A tool turn needs a call, not an essay: a weak model otherwise writes until the context is full."""
 CUT_OFF_MESSAGE = "repeated identical tool call detected — exploration cut off, writing from what has been read"
 
-SYSTEM_PROMPT = """You are a careful data analyst. A user pointed you at a data folder whose file names and
+SYSTEM_PROMPT = (
+    """You are a careful data analyst. A user pointed you at a data folder whose file names and
 contents are unknown to them. Work out what experiment this is, what it measured and what the data shows.
 Use the tools: list folders, read every document (in segments when it is truncated), profile every table,
 read the images, and draw a figure for each numeric table. Paths are relative to the data folder.
 Do not repeat a call whose result you already have. When you know enough, call finish_exploration with
 findings that quote numbers from the data (ranges, trends, peaks, correlations), each naming its file and
 column. Take the title, background and goal from the folder's own description files (README, .rst, .md).
-""" + PROMPT_RULE
+"""
+    + PROMPT_RULE
+)
 
 
 def exploration_prompt(scan: ScanResult, max_files: int = 150) -> str:
@@ -125,6 +129,8 @@ async def explore(
     groups = ctx.group_records()
     ctx.coverage.note_groups(groups)
     ctx.coverage.note_scan_skips(scan)
+    facts = await asyncio.to_thread(all_facts, ctx)  # before the ledger: a failure is noted in it
+    described = descriptions(ctx)
     ledger = ctx.coverage.ledger()
     unread = ledger.by_status("unread")
     if ctx.finished is not None:
@@ -152,14 +158,15 @@ async def explore(
     record = record.model_copy(
         update={
             "figures": sorted(ctx.figures, key=lambda f: f.path),
-            "tables": [ctx.tables[path] for path in sorted(ctx.tables)],
+            "tables": [link_units(ctx.tables[path], described) for path in sorted(ctx.tables)],
             "coverage": ledger,
             "groups": groups,
             "offline": bool(getattr(model, "offline", False)),
             "stop_reason": stop_reason,
             "degraded": degraded,
-            "facts": all_facts(ctx),
-            "descriptions": descriptions(ctx),
+            "facts": facts,
+            "statistics_failed": dict(ctx.statistics_failed),
+            "descriptions": described,
             "suspected_injections": list(ctx.injections),
         }
     )
@@ -183,7 +190,16 @@ def _cut_off_message(stop_reason: str, strict: bool) -> str:
 
 
 def all_facts(ctx: ExplorationContext) -> list[Fact]:
-    return [f for path, frame in ctx.frames().items() for f in table_facts(path, frame, ctx.tables.get(path))]
+    """The facts of every table read; a table whose statistics fail keeps its row count, and the
+    failure is noted in the coverage ledger and `ctx.statistics_failed` (never raised)."""
+    facts: list[Fact] = []
+    for path, frame in ctx.frames().items():
+        found, failed = checked_facts(path, frame, ctx.tables.get(path))
+        facts += found
+        if failed is not None:
+            ctx.statistics_failed[path] = failed
+            ctx.coverage.note_statistics_failed(path.split("#")[0], failed)
+    return facts
 
 
 def descriptions(ctx: ExplorationContext) -> list[Description]:

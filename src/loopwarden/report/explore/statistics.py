@@ -102,14 +102,31 @@ def table_kind(frame: pd.DataFrame) -> TableKind:
     return "table"
 
 
+class StatisticsFailed(Exception):
+    """A table's statistics could not be computed; the run goes on and says so."""
+
+
+def checked_facts(path: str, frame: pd.DataFrame, profile: TableProfile | None = None) -> tuple[list[Fact], str | None]:
+    """`table_facts`, never raising: on any error the table keeps only its row count and the
+    second value says what failed (for the coverage ledger, the gaps and the summary)."""
+    try:
+        return table_facts(path, frame, profile), None
+    except Exception as error:  # a hostile table must not end the run: it is reported instead
+        rows = profile.rows if profile is not None else len(frame)
+        over = profile.part if profile is not None and profile.part else f"all {len(frame)} rows"
+        reason = f"{type(error).__name__}: {error}".splitlines()[0][:200]
+        return [Fact(path=path, column="", statistic="rows", value=rows, over=over)], reason
+
+
 def table_facts(path: str, frame: pd.DataFrame, profile: TableProfile | None = None) -> list[Fact]:
     """The facts of one table: its size, each numeric column's summary (over the part the profile
-    covers), then what fits its kind."""
+    covers), then what fits its kind. May raise on a hostile table: use `checked_facts`."""
     over = profile.part if profile is not None and profile.part else f"all {len(frame)} rows"
     rows = profile.rows if profile is not None else len(frame)
     facts = [Fact(path=path, column="", statistic="rows", value=rows, over=over)]
     kind = table_kind(frame)
-    columns = [c for c in numeric_columns(frame) if c != time_column(frame)][:MAX_COLUMNS]
+    label = class_column(frame) if kind == "categorical" else None  # a class label has no mean
+    columns = [c for c in numeric_columns(frame) if c not in (time_column(frame), label)][:MAX_COLUMNS]
     for column in columns:
         stats = profile.numeric_summary.get(column, {}) if profile is not None else {}
         series = frame[column].dropna()
@@ -121,7 +138,8 @@ def table_facts(path: str, frame: pd.DataFrame, profile: TableProfile | None = N
                 facts.append(Fact(path=path, column=column, statistic=statistic, value=value, over=over))
     sample = f"first {len(frame)} rows" if profile is not None and len(frame) < profile.rows else over
     if kind != "scan":
-        for a, b, r in correlations(frame[[c for c in frame.columns if str(c) != time_column(frame)]], top=1):
+        measured = [c for c in frame.columns if str(c) not in (time_column(frame), label)]
+        for a, b, r in correlations(frame[measured], top=1):
             facts.append(Fact(path=path, column=a, other=b, statistic="correlation", value=r, over=sample))
     if kind == "time_series":
         facts += _time_series(path, frame, sample)
@@ -173,13 +191,22 @@ def _monthly_long(frame: pd.DataFrame) -> pd.DataFrame | None:
     numeric = [c for c in numeric_columns(frame) if c != column and c.lower() not in ("month", "year")]
     if str(column).lower() in ("year", "yr", "years"):
         month = next((str(c) for c in frame.columns if str(c).lower() in ("month", "mon", "mo")), None)
-        out = pd.DataFrame({"year": frame[column], "month": frame[month] if month else 1})
+        out = pd.DataFrame({"year": frame[column], "month": _month_numbers(frame[month]) if month else 1})
     else:
         when = pd.to_datetime(frame[column], errors="coerce")
         out = pd.DataFrame({"year": when.dt.year, "month": when.dt.month})
     for c in numeric:
         out[c] = frame[c]
     return out.dropna(subset=["year", "month"])
+
+
+def _month_numbers(series: pd.Series) -> pd.Series:
+    """Months as 1..12 from numbers or names ("Jan", "January"); anything else is missing."""
+    short = series.astype(str).str.strip().str.lower().str[:3]
+    names = short.map(lambda m: MONTHS.index(m) + 1 if m in MONTHS else None)
+    numbers = pd.to_numeric(series, errors="coerce")
+    months = numbers.where(numbers.notna(), pd.to_numeric(names, errors="coerce"))
+    return months.where(months.between(1, 12))
 
 
 def _categorical(path: str, frame: pd.DataFrame, over: str) -> list[Fact]:

@@ -1,7 +1,8 @@
 """The exploration tools, built on one data root: list_dir, read_file, read_image, make_figure
 and the phase's terminal tool finish_exploration. Every path argument goes through the path
 guard; every failure is a structured result the model can act on; the coverage ledger is kept
-here, from what the tools actually returned."""
+here, from what the tools actually returned. The tools that add to it (all but list_dir) rerun
+on recovery in a durable run (`rerun_on_recovery`), so a recovered run rebuilds it."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ..folder.scan import IMAGE_EXTS, ScanResult, extension
 from ..readers import FileReader
 from ..readers.images import MAX_IMAGE_BYTES, OcrReader, read_image_bytes
 from ..readers.injection import DATA_NOTICE, find_injections
+from ..readers.tables import read_spec
 from ..record import ExplorationRecord, FigureRecord, FileGroupRecord, SuspectedInjection, TableProfile
 from ..sandbox.runner import FigureSandbox
 from .hostpaths import scrub_host_paths
@@ -51,6 +53,8 @@ class ExplorationContext:
     """Text read that addresses an AI assistant (flagged in order of reading; events drain it)."""
     groups: list[FileGroup] = field(init=False)
     """Similar files: a group of many is explored through its samples."""
+    statistics_failed: dict[str, str] = field(default_factory=dict)
+    """Tables whose statistics could not be computed: path -> error (reported, never raised)."""
 
     def __post_init__(self) -> None:
         self.guard = PathGuard(self.root)
@@ -115,7 +119,7 @@ def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
             return ToolResult.success("(empty folder)")
         return ToolResult.success("\n".join(lines))
 
-    @tool(blocking=True)  # a big PDF or spreadsheet takes seconds: always off the event loop
+    @tool(blocking=True, rerun_on_recovery=True)  # a big PDF or spreadsheet takes seconds: always off the event loop
     def read_file(
         path: str,
         offset: Annotated[int, Field(ge=0)] = 0,
@@ -146,7 +150,7 @@ def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
             ctx.texts[outcome.path] = ctx.texts.get(outcome.path, "") + outcome.text
         return ToolResult.success(ctx.flag(outcome.path, outcome.text))
 
-    @tool
+    @tool(rerun_on_recovery=True)
     async def read_image(path: str, question: str = "") -> ToolResult:
         """Read an image of the data folder: what it shows, its text and numbers, its size.
 
@@ -177,7 +181,7 @@ def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
         ctx.texts[rel] = reading.text
         return ToolResult.success(ctx.flag(rel, reading.text))
 
-    @tool(timeout=180)
+    @tool(timeout=180, rerun_on_recovery=True)  # the figure list is rebuilt: its code runs again
     async def make_figure(code: str, filename: str, caption: str) -> ToolResult:
         """Draw a figure with matplotlib in an isolated process. Available names: plt, np, pd,
         math, statistics and load(path, every=1) -> DataFrame for a table of the data folder
@@ -190,7 +194,8 @@ def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
             filename: a short file name for the figure, e.g. field_vs_position
             caption: one sentence saying what the figure shows
         """
-        outcome = await ctx.sandbox.run(code, filename)
+        tables = {path: spec for path, profile in ctx.tables.items() if (spec := read_spec(profile)) is not None}
+        outcome = await ctx.sandbox.run(code, filename, tables)
         if not outcome.ok or outcome.path is None:
             return ToolResult.failure(outcome.error_type or "figure_failed", outcome.message)
         sources = sorted(set(re.findall(r"load\(\s*['\"]([^'\"]+)['\"]", code)))
@@ -198,7 +203,7 @@ def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
         ctx.figures.append(FigureRecord(path=outcome.path, caption=caption, source_files=sources, code=code))
         return ToolResult.success({"path": outcome.path, "caption": caption}, message=outcome.message)
 
-    @tool(terminal=True)
+    @tool(terminal=True, rerun_on_recovery=True)
     def finish_exploration(
         experiment: Annotated[str, Field(min_length=3)],
         goal: Annotated[str, Field(min_length=3)],

@@ -87,6 +87,12 @@ class CoverageTracker:
         """How many of `paths` a tool has read (in full, in part, or found binary)."""
         return sum(1 for path in paths if (entry := self._entries.get(path)) is not None and entry.status != "unread")
 
+    def note_statistics_failed(self, path: str, error: str) -> None:
+        """A table was read but its statistics failed: only its rows are known, and the ledger says so."""
+        entry = self._entry(path)
+        said = f"statistics could not be computed ({error}); only its rows are counted"
+        self._set(entry, "partial", f"{entry.reason}; {said}" if entry.reason else said)
+
     def note_skip(self, path: str, reason: str) -> None:
         entry = self._entry(path)
         if entry.status in ("unread", "skipped"):

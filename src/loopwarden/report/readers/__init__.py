@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from io import BufferedReader
 
-from ..folder.paths import PathGuard
+from ..folder.paths import PathGuard, shown_name
 from ..folder.scan import IMAGE_EXTS, extension
 from ..record import TableProfile
+from .attributes import MAX_DESCRIPTION_BYTES, Naming, name_columns, related_descriptions
 from .documents import CONVERTERS
+from .injection import find_injections
 from .profile import NotATable
 from .tables import TableRead, read_delimited, read_excel
 from .text import MAX_CHARS, LineIndex, Segment, clip_lines, closing_line, file_head, looks_binary, read_indexed
@@ -137,7 +140,8 @@ class FileReader:
         table = self._tables.get(key)
         if table is None:
             xls = ext.startswith("xls")
-            table = read_excel(f, key[0]) if xls else read_delimited(f, key[0], ext, size=key[1])
+            namer = partial(self._naming, key[0])
+            table = read_excel(f, key[0]) if xls else read_delimited(f, key[0], ext, size=key[1], namer=namer)
             self._tables[key] = table
         segment = clip_lines(table.text.splitlines(keepends=True), 0, len(table.text.splitlines()))
         text = segment.text
@@ -148,6 +152,24 @@ class FileReader:
             key[0], text, "table", chars=len(text), total_chars=key[1], complete=complete,
             tables=table.profiles, read_bytes=table.read_bytes,
         )  # fmt: skip
+
+    def _naming(self, rel: str, width: int) -> Naming | None:
+        """Names for a headerless table from a description file next to it (attributes.py)."""
+        folder = rel.rpartition("/")[0]
+        fd = self.guard.open_dir(folder or ".")
+        try:
+            with os.scandir(fd) as entries:
+                names = [e.name for e in entries if e.is_file(follow_symlinks=False)]
+        finally:
+            os.close(fd)
+        siblings = [f"{folder}/{name}" if folder else name for name in names]
+        documents = []
+        for path in related_descriptions(rel, siblings):
+            with os.fdopen(self.guard.open_file(path), "rb") as f:
+                text = f.read(MAX_DESCRIPTION_BYTES).decode("utf-8", errors="replace")
+            if not find_injections(path, text):  # text addressing an AI names nothing
+                documents.append((shown_name(path), text))
+        return name_columns(width, documents)
 
 
 _MAGIC = {

@@ -26,13 +26,11 @@ _MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _TEX_TITLE = re.compile(r"\\title\{([^}]+)\}")
 _PAGE_MARK = re.compile(r"^--- page \d+ of \d+ ---$")
 _CLOSING = re.compile(r"^\[(?:truncated|offset) .*\]$")
-_UNIT = re.compile(
+UNIT_PATTERN = re.compile(
     r"(?P<quantity>[A-Za-z][A-Za-z ()/_-]{1,60}?)\s*(?:\bin\b|\(|\[)\s*"
     r"(?P<unit>cm|mm|m|km|kg|g|mg|ml|l|s|ms|min|h|hours|days|years|°C|°F|K|ppm|ppb|Pa|hPa|kPa|mbar|V|mV|A|mA|W|"
     r"kW|Hz|kHz|MHz|T|mT|%|percent|degrees|inches|feet|mph|knots|m/s|km/h|dB|μm|um|nm)\b(?:\)|\])?",
 )
-
-
 
 
 def describe(path: str, text: str) -> Description | None:
@@ -45,12 +43,12 @@ def describe(path: str, text: str) -> Description | None:
     if ext == "py":
         return _docstring(path, "\n".join(lines))
     title = _title(lines, ext)
-    body = _paragraphs(lines, ext)
+    body = _pdf_paragraphs(lines, title) if ext == "pdf" else _paragraphs(lines, ext)
     summary = _clip(next((p for p in body if _is_prose(p)), ""))
     readme = PurePosixPath(path).stem.lower() in ("readme", "description", "about", "descr")
     if title is None and not (summary and readme):
         return None
-    goal = next((s for p in body if _is_prose(p) for s in _sentences(p) if _says_goal(s)), None)
+    goal = _goal([s for p in body if _is_prose(p) for s in _sentences(p)])
     return Description(
         path=path, title=title, summary=summary, goal=goal, units=_units("\n".join(lines)), readme=readme
     )
@@ -112,7 +110,7 @@ def _docstring(path: str, source: str) -> Description | None:
     first, _, rest = doc.strip().partition("\n")
     paragraphs = _paragraphs(rest.splitlines(), "md")
     summary = _clip(next((p for p in paragraphs if _is_prose(p)), ""))
-    goal = next((s for p in [first, *paragraphs] for s in _sentences(p) if _says_goal(s)), None)
+    goal = _goal([s for p in [first, *paragraphs] for s in _sentences(p)])
     return Description(path=path, title=first.strip().rstrip("."), summary=summary, goal=goal, units=_units(doc))
 
 
@@ -137,6 +135,53 @@ def _title(lines: list[str], ext: str) -> str | None:
             if 2 <= len(stripped.split()) <= 20 and not stripped.endswith((".", ",", ";")):
                 return stripped
     return None
+
+
+_ABSTRACT = re.compile(r"^\s*(?:abstract|summary)\b\s*[.:\u2014\u2013-]?\s*(.*)$", re.IGNORECASE)
+_PDF_STOP = re.compile(
+    r"^\s*(?:(?:\d+(?:\.\d+)*\.?|[IVX]+\.)\s+[A-Z][^.]{0,80}$|(?:keywords|key words|index terms|introduction|"
+    r"contents|acknowledg\w*)\b)",
+    re.IGNORECASE,
+)
+
+
+def _pdf_paragraphs(lines: list[str], title: str | None) -> list[str]:
+    """A PDF's text has no blank lines between paragraphs: its abstract (the lines under an
+    "Abstract" heading, up to the first section heading or keywords) is its summary; without
+    one, the first block of prose after the title lines, up to a short line ending a sentence."""
+    page = [line.strip() for line in lines[:150]]
+    start = next((i for i, line in enumerate(page) if _ABSTRACT.match(line)), None)
+    if start is not None:
+        first = _ABSTRACT.match(page[start])
+        taken = [first.group(1)] if first and first.group(1) else []
+        for line in page[start + 1 :]:
+            if not line or _PDF_STOP.match(line):
+                break
+            taken.append(line)
+        return [_join_lines(taken)] if taken else []
+    body = [line for line in page if line and line != title]
+    begin = next((i for i, line in enumerate(body) if len(line.split()) >= 8), None)
+    if begin is None:
+        return []
+    widths = sorted(len(line) for line in body[begin:])
+    full = widths[(len(widths) * 9) // 10]  # a full line's width (justified or ragged)
+    taken = []
+    for line in body[begin:]:
+        if _PDF_STOP.match(line):
+            break
+        taken.append(line)
+        if line.endswith((".", "!", "?")) and len(line) < 0.85 * full:
+            break  # a short last line: the paragraph ends here
+    return [_join_lines(taken)]
+
+
+def _join_lines(lines: list[str]) -> str:
+    """Lines of a PDF paragraph as one text, words hyphenated at a line end joined again."""
+    text = ""
+    for line in lines:
+        hyphenated = text.endswith("-") and line[:1].islower()
+        text = text[:-1] + line if hyphenated else f"{text} {line}".strip()
+    return text
 
 
 def _paragraphs(lines: list[str], ext: str) -> list[str]:
@@ -173,6 +218,15 @@ def _sentences(paragraph: str) -> list[str]:
     return [s.strip() for s in parts if s.strip()]
 
 
+def _goal(sentences: list[str]) -> str | None:
+    """The sentence that says what the data is for: one naming an aim, goal, objective or
+    purpose first, else one saying what was measured or studied."""
+    said = [s for s in sentences if _says_goal(s)]
+    strong = [s for s in said if re.search(r"\b(?:aims?|goals?|objectives?|purpose)\b", s, re.IGNORECASE)]
+    chosen = strong or said
+    return chosen[0] if chosen else None
+
+
 def _says_goal(sentence: str) -> bool:
     lowered = f" {sentence.lower()}"
     return len(sentence) > 15 and any(f" {w}" in lowered for w in GOAL_WORDS)
@@ -184,7 +238,7 @@ def _units(text: str) -> dict[str, str]:
         stripped = line.strip().lstrip("-*: ").strip()
         if len(stripped) > 80:
             continue  # a unit is stated on a short line (an attribute list), not inside prose
-        match = _UNIT.fullmatch(stripped.rstrip(".,;"))
+        match = UNIT_PATTERN.fullmatch(stripped.rstrip(".,;"))
         if match:
             units.setdefault(" ".join(match.group("quantity").strip(" ([").split()), match.group("unit"))
     return units

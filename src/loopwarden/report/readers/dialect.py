@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FALLBACK_ERRORS", "Dialect", "detect", "generated_names", "split_rows"]
+__all__ = ["FALLBACK_ERRORS", "Dialect", "detect", "generated_names", "split_rows", "unique_names"]
 
 DELIMITERS = (",", ";", "\t", "|", " ")
 COMMENT_MARKS = ("#", "%", "//")
@@ -71,6 +71,8 @@ class Dialect:
     """Byte offset of the first data row."""
     notes: list[str] = field(default_factory=list)
     detector: str = "builtin"
+    names_from: str | None = None
+    """The description file the column names were taken from (a headerless table), if any."""
 
     @property
     def width(self) -> int:
@@ -79,10 +81,11 @@ class Dialect:
     def describe(self) -> str:
         """One line for the profile: what was detected."""
         parts = [f"delimiter {_show(self.delimiter)}", f"encoding {self.encoding_label}"]
-        parts.append("header row" if self.header else "no header row (names generated)")
+        names = f"names from {self.names_from}" if self.names_from else "names generated"
+        parts.append("header row" if self.header else f"no header row ({names})")
         if self.preamble:
             parts.append(f"{len(self.preamble)} line(s) skipped above the table")
-        if self.units:
+        if self.units and self.header:  # a headerless table's units come from its description
             parts.append("units row")
         if self.decimal != ".":
             parts.append(f"decimal {self.decimal!r}")
@@ -106,6 +109,9 @@ class Dialect:
             "skipped_lines": self.preamble,
             "units": self.units,
             "detector": self.detector,
+            "names_from": self.names_from,
+            "codec": self.encoding,
+            "skip_lines": self.skip_lines,
         }
 
 
@@ -357,9 +363,14 @@ def _units(header: list[str], row: list[str], rows: list[list[str]], decimal: st
 
 
 def _names(row: list[str]) -> list[str]:
+    return unique_names([cell.strip().lstrip("\ufeff") for cell in row])
+
+
+def unique_names(cells: list[str]) -> list[str]:
+    """Column names as written, an empty one as column_N, a repeated one as name_2, name_3 ..."""
     names: list[str] = []
-    for i, cell in enumerate(row, 1):
-        name = cell.strip().lstrip("\ufeff") or f"column_{i}"
+    for i, cell in enumerate(cells, 1):
+        name = cell or f"column_{i}"
         candidate, n = name, 2
         while candidate in names:
             candidate, n = f"{name}_{n}", n + 1

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 import pandas as pd
 
 from ..record import TableProfile
-from .dialect import Dialect, detect
+from .attributes import Naming
+from .dialect import Dialect, detect, unique_names
 from .profile import PROFILE_SECONDS, ColumnStats, NotATable, WholeProfile, profile_whole, text_stream
 
 SAMPLE_ROWS = 200_000
@@ -37,7 +39,16 @@ class TableRead:
     """Bytes the statistics cover, when they stopped before the end of the file."""
 
 
-def read_delimited(f: BinaryIO, rel: str, ext: str, *, size: int, seconds: float = PROFILE_SECONDS) -> TableRead:
+def read_delimited(
+    f: BinaryIO,
+    rel: str,
+    ext: str,
+    *,
+    size: int,
+    seconds: float = PROFILE_SECONDS,
+    namer: Callable[[int], Naming | None] | None = None,
+) -> TableRead:
+    """`namer(width)`: column names for a table without a header row, from a description file."""
     head = f.read(HEAD_BYTES)
     if b"\x00" in head[:8192]:
         raise NotATable("NUL bytes in the first block: a binary file, not a table")
@@ -46,6 +57,8 @@ def read_delimited(f: BinaryIO, rel: str, ext: str, *, size: int, seconds: float
     dialect = detect(head, complete=len(head) < HEAD_BYTES)
     if ext == "tsv" and dialect.delimiter != "\t":
         dialect.notes.append(f"a .tsv file delimited by {dialect.delimiter!r}, not tabs")
+    if not dialect.header and namer is not None:
+        _name_from_description(dialect, namer)
     frame = _sample_frame(f, dialect)
     numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
     whole = profile_whole(f, dialect, numeric, size=size, seconds=seconds)
@@ -53,6 +66,20 @@ def read_delimited(f: BinaryIO, rel: str, ext: str, *, size: int, seconds: float
     comments = [line.lstrip("#%/ ").strip() for line in dialect.preamble if line.lstrip().startswith(("#", "%", "//"))]
     text = describe(rel, frame, profile, comments=comments, note=dialect.describe())
     return TableRead(profiles=[profile], text=text, comments=comments, frames={rel: frame}, read_bytes=whole.bytes_read)
+
+
+def _name_from_description(dialect: Dialect, namer: Callable[[int], Naming | None]) -> None:
+    try:
+        naming = namer(dialect.width)
+    except Exception:  # naming is a courtesy: an unreadable description leaves generated names
+        return
+    if naming is None:
+        return
+    dialect.notes.append(naming.note)
+    if naming.names:
+        dialect.columns = list(naming.names)
+        dialect.units.update(naming.units)
+        dialect.names_from = naming.source
 
 
 def _sample_frame(f: BinaryIO, dialect: Dialect) -> pd.DataFrame:
@@ -73,6 +100,16 @@ def _sample_frame(f: BinaryIO, dialect: Dialect) -> pd.DataFrame:
     return frame
 
 
+def read_spec(profile: TableProfile) -> dict[str, Any] | None:
+    """How figure code should read a delimited table to see what its profile saw (None for a
+    spreadsheet): the sandbox's `load(path)` uses it."""
+    d = profile.dialect
+    if "skip_lines" not in d or "#" in profile.path:
+        return None
+    return {"sep": d["delimiter"], "quotechar": d["quotechar"], "decimal": d["decimal"], "codec": d["codec"],
+            "skip_lines": d["skip_lines"], "names": list(profile.columns)}  # fmt: skip
+
+
 def read_excel(f: BinaryIO, rel: str) -> TableRead:
     data = f.read(MAX_XLSX_BYTES + 1)
     if len(data) > MAX_XLSX_BYTES:
@@ -80,7 +117,7 @@ def read_excel(f: BinaryIO, rel: str) -> TableRead:
     sheets: dict[str, pd.DataFrame] = pd.read_excel(io.BytesIO(data), sheet_name=None, nrows=SAMPLE_ROWS)
     profiles, texts, frames = [], [], {}
     for name, frame in sheets.items():
-        frame.columns = [str(c).strip() for c in frame.columns]
+        frame.columns = unique_names([str(c).strip() for c in frame.columns])  # "t" and "t " stay two columns
         key = f"{rel}#{name}" if len(sheets) > 1 else rel
         profile = profile_frame(key, frame)
         profiles.append(profile)

@@ -12,7 +12,7 @@ from ..folder.scan import ScanResult
 from ..record import ExplorationRecord
 from ..templates import Template
 
-GapKind = Literal["figures", "data", "section", "requirement", "coverage", "injection"]
+GapKind = Literal["figures", "data", "section", "requirement", "coverage", "injection", "statistics"]
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-]{3,}|[\u4e00-\u9fff]{2,}")
 _STOPWORDS = frozenset(
@@ -32,7 +32,7 @@ def has_material(template: Template, record: ExplorationRecord) -> bool:
     """Whether there is anything to check at all: a requirement from the template or assignment."""
     r = template.requirements
     needs = any(s.needs for s in template.sections)
-    return bool(r.min_figures or r.requires_data or needs or record.assignment_requirements)
+    return bool(r.min_figures or r.requires_data or needs or record.assignment_requirements or record.statistics_failed)
 
 
 def find_gaps(template: Template, record: ExplorationRecord, scan: ScanResult, *, figures_on: bool) -> list[Gap]:
@@ -61,6 +61,8 @@ def find_gaps(template: Template, record: ExplorationRecord, scan: ScanResult, *
             "was treated as data (not followed, not cited)"
         )
         gaps.append(Gap(kind="injection", message=message))
+    for path, error in record.statistics_failed.items():
+        gaps.append(Gap(kind="statistics", message=f"the statistics of {path} could not be computed ({error})"))
     if unread:
         listed = ", ".join(unread[:5]) + (" ..." if len(unread) > 5 else "")
         when = " when the exploration was finished" if record.unread_at_finish else ""

@@ -288,7 +288,9 @@ def _how_read(table: TableProfile) -> str:
     parts = []
     delimiter = {"\t": "tab", " ": "space"}.get(str(d.get("delimiter")), repr(d.get("delimiter")))
     parts.append(f"delimiter {delimiter}, {d.get('encoding', '')}")
-    if not d.get("header", True):
+    if not d.get("header", True) and d.get("names_from"):
+        parts.append(f"no header row (column names from {d['names_from']})")
+    elif not d.get("header", True):
         parts.append("no header row (columns named column_1 ...)")
     if d.get("skipped_lines"):
         parts.append(f"{len(d['skipped_lines'])} line(s) above the table skipped")
@@ -296,7 +298,7 @@ def _how_read(table: TableProfile) -> str:
         parts.append("units: " + ", ".join(f"{c} [{u}]" for c, u in table.units.items()))
     if d.get("decimal") == ",":
         parts.append("decimal comma")
-    notes = [n for n in table.notes if "skipped" not in n]
+    notes = [n for n in table.notes if "skipped" not in n and not n.startswith("no header row")]
     return " Read as: " + "; ".join(parts) + "." + "".join(f" {n}." for n in notes[:3])
 
 
@@ -426,7 +428,8 @@ def _stats_table(table: TableProfile, lang: Lang) -> str:
     rows = []
     for column, stats in table.numeric_summary.items():
         cells = [format_number(stats[s]) if s in stats else "--" for s in STAT_COLUMNS]
-        rows.append([f"\\texttt{{{escape(column)}}}", *cells])
+        unit = f" [{escape(table.units[column])}]" if column in table.units else ""
+        rows.append([f"\\texttt{{{escape(column)}}}{unit}", *cells])
     caption = escape(t("stats_caption", lang, path=table.path, part=table.part or f"{table.rows} rows"))
     return _longtable([t("column", lang), *STAT_COLUMNS], rows, "l" + "r" * len(STAT_COLUMNS), caption)
 
