@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -67,25 +67,29 @@ def toolbox(*args: str, **options: Any) -> MCPTools:
     return python_server(TOOLBOX, "stdio", *args, **options)
 
 
-@contextmanager
-def toolbox_http(*args: str) -> Iterator[str]:
+def toolbox_http(*args: str) -> AbstractContextManager[str]:
     """The toolbox server over streamable HTTP; yields its URL, stops the process after."""
-    process = subprocess.Popen(
-        [sys.executable, TOOLBOX, "http", *args], stdout=subprocess.PIPE, text=True, env={**os.environ}
-    )
+    return http_server(TOOLBOX, "http", *args)
+
+
+@contextmanager
+def http_server(*argv: str) -> Iterator[str]:
+    """`python argv...`, a server that prints `listening on URL` once it listens; yields the URL,
+    kills the process after."""
+    process = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, text=True, env={**os.environ})
     try:
         assert process.stdout is not None
         with selectors.DefaultSelector() as selector:
             selector.register(process.stdout, selectors.EVENT_READ)
             deadline = time.monotonic() + READY_WITHIN_S
             line = ""
-            while not line.startswith("port "):
+            while not line.startswith("listening on "):
                 left = deadline - time.monotonic()
                 if left <= 0 or process.poll() is not None:
                     raise RuntimeError(f"MCP HTTP server not ready (exit code {process.poll()})")
                 if selector.select(left):
                     line = process.stdout.readline()
-        yield f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+        yield line.split()[-1]
     finally:
         process.kill()
         process.wait()

@@ -17,7 +17,7 @@ from agents import Agent, MaxTurnsExceeded, Runner, RunResult, function_tool, se
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
 from loopwarden import Budgets, LoopConfig
-from loopwarden.adapters.openai_agents import LoopwardenGuard
+from loopwarden.adapters.openai_agents import GuardStopped, LoopwardenGuard
 from loopwarden.config import ASSEMBLED_MARK
 from loopwarden.trace.store import RunStore
 
@@ -204,3 +204,35 @@ def test_a_healthy_run_is_untouched() -> None:
         )
     assert runs[0] == runs[1]
     assert len(runs[1][0]) == 14
+
+
+def test_a_streamed_run_is_guarded_too() -> None:
+    files, script = Files(), Script(stuck)
+    guard = LoopwardenGuard()
+    agent = guard.wrap(Agent(name="reader", model=script.model(), tools=files.tools()[:1]))
+
+    async def main() -> Any:
+        result = Runner.run_streamed(agent, "Summarise a.txt", max_turns=30)
+        kinds = [event.type async for event in result.stream_events()]
+        assert "raw_response_event" in kinds and "run_item_stream_event" in kinds
+        return result
+
+    result = asyncio.run(main())
+    assert files.reads == ["a.txt"]
+    assert [(s.tools, s.choice) for s in script.seen[-2:]] == [([], None), (["read_file"], "none")]
+    assert isinstance(result.final_output, str) and result.final_output.startswith(ASSEMBLED_MARK)
+    summary = guard.summary(result)
+    assert summary is not None and summary["stop_reason"] == "repeated_call"
+
+
+def test_a_stop_with_structured_output_raises_a_clear_error() -> None:
+    from pydantic import BaseModel
+
+    class Summary(BaseModel):
+        text: str
+
+    files, script, guard = Files(), Script(stuck), LoopwardenGuard()
+    agent = guard.wrap(Agent(name="r", model=script.model(), tools=files.tools()[:1], output_type=Summary))
+    with pytest.raises(GuardStopped, match=r"stopped the run \(repeated_call\)") as stopped:
+        asyncio.run(Runner.run(agent, "Summarise a.txt"))
+    assert stopped.value.summary["stop_reason"] == "repeated_call" and files.reads == ["a.txt"]

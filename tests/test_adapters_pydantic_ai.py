@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 pytest.importorskip("pydantic_ai.capabilities")
 
@@ -28,7 +29,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import UsageLimits
 
 from loopwarden import Budgets, LoopConfig
-from loopwarden.adapters.pydantic_ai import Loopwarden
+from loopwarden.adapters.pydantic_ai import GuardStopped, Loopwarden
 from loopwarden.config import ASSEMBLED_MARK
 from loopwarden.trace.store import RunStore
 
@@ -214,3 +215,56 @@ def test_a_healthy_run_is_untouched() -> None:
         runs.append((files.reads, texts, [(s.tools, s.choice) for s in script.seen], result.output))
     assert runs[0] == runs[1]
     assert len(runs[1][0]) == 14
+
+
+def test_a_streamed_run_is_guarded_too() -> None:
+    from pydantic_ai.models.function import DeltaToolCall
+
+    streamed: list[list[str]] = []
+
+    async def stuck_stream(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        streamed.append([t.name for t in info.function_tools])
+        if not info.function_tools and isinstance(messages[-1].parts[-1], UserPromptPart):
+            yield "a.txt has the contents."
+            return
+        yield {0: DeltaToolCall("read_file", '{"path": "a.txt"}', tool_call_id=f"s{len(streamed)}")}
+
+    async def main() -> tuple[str, Any]:
+        agent = Agent(FunctionModel(stream_function=stuck_stream), tools=files.tools()[:1], capabilities=[guard])
+        async with agent.run_stream("Summarise a.txt") as result:
+            return await result.get_output(), result
+
+    files, guard = Files(), Loopwarden()
+    output, result = asyncio.run(main())
+    assert files.reads == ["a.txt"]
+    assert [] in streamed and len(streamed) < 10  # narrowed to no tools, then stopped
+    summary = guard.summary(result)
+    assert summary is not None and summary["stop_reason"] == "repeated_call", summary
+    assert output == "a.txt has the contents."
+
+
+class Summary(BaseModel):
+    text: str
+
+
+def test_structured_output_narrowing_forces_the_output_tool() -> None:
+    def obeys(i: int, tools: list[str], choice: Any) -> tuple[str, dict[str, Any]] | str:
+        if choice == ["final_result"]:
+            return ("final_result", {"text": "a.txt: contents"})
+        return ("read_file", {"path": "a.txt"})
+
+    files, script, guard = Files(), Script(obeys), Loopwarden()
+    agent = Agent(script.model(), tools=files.tools()[:1], output_type=Summary, capabilities=[guard])
+    result = agent.run_sync("Summarise a.txt")
+    assert result.output == Summary(text="a.txt: contents") and files.reads == ["a.txt"]
+    summary = guard.summary(result)
+    assert summary is not None and summary["status"] == "completed", summary
+    assert summary["detectors"] == ["repeated_call"]
+
+
+def test_a_stop_with_structured_output_raises_a_clear_error() -> None:
+    files, guard = Files(), Loopwarden()
+    agent = Agent(Script(stuck).model(), tools=files.tools()[:1], output_type=Summary, capabilities=[guard])
+    with pytest.raises(GuardStopped, match=r"stopped the run \(repeated_call\)") as stopped:
+        agent.run_sync("Summarise a.txt")
+    assert stopped.value.summary["stop_reason"] == "repeated_call" and files.reads == ["a.txt"]

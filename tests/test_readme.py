@@ -59,6 +59,7 @@ PRINTS = {
     "config = load_endpoint_config()": "(offline: no endpoint configured)",
     'trace="runs.db"': "",
     "charged.setdefault(key, cents)": "charged 500 cents / charged 500 cents",
+    "with MCPTools.stdio(": "('read', False) ('write', True)\ndegraded repeated_call 1",
 }
 
 

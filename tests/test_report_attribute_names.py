@@ -12,10 +12,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from describedcorpus import EXPECTED_COLUMNS, SKLEARN, sklearn_folder
+from describedcorpus import EXPECTED_COLUMNS, SKLEARN, sklearn_folder, weather_folder
 from loopwarden.report.folder.paths import PathGuard
 from loopwarden.report.readers import FileReader
-from loopwarden.report.readers.attributes import attribute_candidates, name_columns
+from loopwarden.report.readers.attributes import attribute_candidates, link_units, name_columns
+from loopwarden.report.record import TableProfile
+from reportkit import explore_offline
 
 pytest.importorskip("sklearn")
 
@@ -101,3 +103,22 @@ def test_what_the_scikit_learn_descriptions_list() -> None:
     assert diabetes[0][1][:3] == ["age", "sex", "bmi"] and diabetes[0][2]["age"] == "years"
     assert attribute_candidates((descr / "digits.rst").read_text()) == [], "a sentence is not a list"
     assert name_columns(3, []) is None
+
+
+def test_units_a_readme_states_go_with_the_columns_of_that_name(tmp_path: Path) -> None:
+    """The real Seattle weather table (its own header row) in a folder whose README says the units."""
+    pytest.importorskip("vega_datasets")
+    data = weather_folder(tmp_path / "data", wide=False)
+    readme = data / "README.md"
+    readme.write_text(readme.read_text() + "\n## Columns\n\n- temp_max in °C\n- precipitation in mm\n- wind in m/s\n")
+    sub = data / "station_b"
+    sub.mkdir()
+    pd.DataFrame({"Temp Max": [1.0, 2.0, 3.0], "gust": [4.0, 5.0, 6.0]}).to_csv(sub / "b.csv", index=False)
+    record = explore_offline(data, tmp_path / "out")
+    tables = {t.path: t for t in record.tables}
+    weather = tables["seattle-weather.csv"]
+    assert weather.units == {"precipitation": "mm", "temp_max": "°C", "wind": "m/s"}
+    assert "units of precipitation, temp_max, wind as stated in README.md" in weather.notes
+    assert tables["station_b/b.csv"].units == {"Temp Max": "°C"}, "a README above the folder speaks for it"
+    plain = TableProfile(path="elsewhere.csv", rows=1, columns=["wind"])
+    assert link_units(plain, [d.model_copy(update={"path": "other/README.md"}) for d in record.descriptions]) == plain

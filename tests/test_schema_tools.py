@@ -52,3 +52,21 @@ def test_a_broken_schema_still_lets_the_tool_run() -> None:
     result = Agent(model, [t]).run_sync("go")
     assert result.output == "done"
     assert next(e for e in result.events if e.type == "tool_call_finished").ok  # type: ignore[attr-defined]
+
+
+def test_the_guard_sees_and_reports_the_arguments_as_sent_not_wrapped() -> None:
+    """The one field that carries a schema tool's arguments is invisible to the guard: approvals
+    show the object the model sent, and the no-progress detector reads its fields (paging through
+    a file is an enumeration, not a loop)."""
+    from loopwarden.events import ApprovalRequired, GuardVerdict
+
+    remove = tool_from_schema("remove", SCHEMA, lambda **kw: "gone", requires_approval=True)
+    paused = Agent(ScriptedModel([call("remove", {"path": "a.txt"})]), [remove]).run_sync("remove a.txt")
+    (asked,) = [e for e in paused.events if isinstance(e, ApprovalRequired)]
+    assert asked.arguments == {"path": "a.txt"}
+
+    page = tool_from_schema("page", SCHEMA, lambda **kw: "", description="Read a page of a file")
+    pages = [call("page", {"path": "big.txt", "limit": n}) for n in range(1, 7)]
+    result = Agent(ScriptedModel([*pages, "done"]), [page]).run_sync("read big.txt")
+    steps = [e.detector for e in result.events if isinstance(e, GuardVerdict) and e.action != "allowed"]
+    assert result.status == "completed" and steps == []

@@ -17,13 +17,14 @@ be left by the task that entered them); calls from another loop, like `agent.run
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import sys
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TextIO
 
 from .errors import ConfigError, LoopwardenError
 from .mcp_results import (
@@ -86,6 +87,9 @@ class MCPTools:
     repeatable: Sequence[str] = ()
     terminal: Sequence[str] = ()
     approve_destructive: bool = True
+    errlog: TextIO | None = None
+    """Where a stdio server's stderr goes: this process's stderr by default, or nowhere when that
+    is no real file (pytest's capture, a notebook: the SDK needs a file descriptor)."""
     tools: list[Tool] = field(default_factory=list, init=False)
     annotations: dict[str, Any] = field(default_factory=dict, init=False)
     """Each tool's `ToolAnnotations` as the server listed them (by the server's tool name)."""
@@ -197,11 +201,18 @@ class MCPTools:
 
     async def _hold(self, ready: asyncio.Future[list[Any]]) -> None:
         """The connection's own task: enters the SDK client, lists, waits for `aclose`, leaves."""
-        from mcp import Client
+        from mcp import Client, StdioServerParameters
+        from mcp.client.stdio import stdio_client
 
         assert self._stop is not None
+        target, devnull = self.target, None
+        if isinstance(target, StdioServerParameters):
+            errlog = self.errlog if self.errlog is not None else _usable(sys.stderr)
+            if errlog is None:
+                errlog = devnull = open(os.devnull, "w")  # noqa: SIM115 (closed below, after the client)
+            target = stdio_client(target, errlog=errlog)
         try:
-            async with Client(self.target, read_timeout_seconds=self.timeout) as client:
+            async with Client(target, read_timeout_seconds=self.timeout) as client:
                 listed = await _list_all(client)
                 if self.namespace is None:
                     info = client.server_info
@@ -219,6 +230,8 @@ class MCPTools:
         finally:
             self._client = None
             self._lost = self._lost or "closed"
+            if devnull is not None:
+                devnull.close()
 
     # -- calls ---------------------------------------------------------------------------------
 
@@ -269,6 +282,15 @@ class MCPTools:
                 return server_gone(self.server_name, self._lost or _describe(error))
             return transport_failure(error, self.server_name)
         return call_result(result, qualified)
+
+
+def _usable(stream: TextIO) -> TextIO | None:
+    """`stream` when a child process can write to it (it has a file descriptor), else None."""
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+        return None
+    return stream
 
 
 async def _list_all(client: Any) -> list[Any]:

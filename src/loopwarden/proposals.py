@@ -24,7 +24,7 @@ from .models.base import ToolCall
 from .permissions import refusal
 from .slots import Prepared
 from .state import CallRecord
-from .tools import Tool, ToolRegistry, ToolResult
+from .tools import ArgumentsAsGiven, Tool, ToolRegistry, ToolResult
 
 
 @dataclass
@@ -238,7 +238,10 @@ class ProposalChecker:
 
 
 def normalised(validated: BaseModel) -> Any:
-    """The arguments as validation made them: every field with its default, coerced values."""
+    """The arguments as validation made them: every field with its default, coerced values (a
+    schema-declared tool's: the object as given, not wrapped in the field that carries it)."""
+    if isinstance(validated, ArgumentsAsGiven):
+        return validated.arguments
     try:
         return validated.model_dump(mode="json")
     except (ValueError, TypeError):  # a value JSON cannot hold; its Python form still fingerprints

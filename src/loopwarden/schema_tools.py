@@ -11,18 +11,14 @@ from collections.abc import Callable
 from typing import Any
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 
-from .tools import ResultParser, SideEffect, Tool, business_failure
+from .tools import ArgumentsAsGiven, ResultParser, SideEffect, Tool, business_failure
 
 
-class SchemaArguments(BaseModel):
+class SchemaArguments(ArgumentsAsGiven):
     """Arguments of a schema-declared tool: the object the schema accepted, kept as given in
     `arguments` (the one field, so the executor hands it to the tool as one value)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    arguments: dict[str, Any]
 
 
 _MODELS: dict[str, type[SchemaArguments]] = {}

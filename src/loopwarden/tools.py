@@ -69,6 +69,16 @@ class ToolResult(BaseModel):
         return json.dumps(payload, ensure_ascii=False, default=str)
 
 
+class ArgumentsAsGiven(BaseModel):
+    """The arguments of a tool declared by a JSON Schema (schema_tools.py), kept as the one JSON
+    object the model sent, in `arguments`. The guard fingerprints, compares (detectors) and reports
+    (events, approvals) that object itself, as it does a typed tool's fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    arguments: dict[str, Any]
+
+
 ResultParser = Callable[[Any], "ToolResult | None"]
 """Turns a tool's raw return value into a failure when it is one in disguise; None = success."""
 

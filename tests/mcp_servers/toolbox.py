@@ -1,19 +1,20 @@
 """A real MCP server for the tests (the official SDK's MCPServer, once FastMCP): tools that answer,
 fail, crash, hang and carry annotations. `python toolbox.py stdio` or `python toolbox.py http`
-(binds 127.0.0.1 on a free port and prints `port N` on stdout once it listens); `--many N` adds N
+(binds 127.0.0.1 on a free port and prints `listening on URL` on stdout once it listens); `--many N` adds N
 generated catalogue tools."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+
+from loopwarden.examples.mcp_notes import add_catalogue, serve_http
 
 server = MCPServer("toolbox")
 STATE = {"counter": 0}
@@ -70,46 +71,16 @@ async def stall(seconds: float) -> str:
     return "woke"
 
 
-def _catalogue_handler(name: str):  # type: ignore[no-untyped-def]
-    def handler(query: str = "") -> str:
-        return f"{name}({query})"
-
-    return handler
-
-
-def add_catalogue(count: int) -> None:
-    subjects = ["invoice", "customer", "shipment", "ticket", "report", "calendar", "weather", "stock", "email", "file"]
-    verbs = ["create", "list", "get", "update", "archive", "export", "count", "search", "tag", "close"]
-    for i in range(count):
-        subject, verb = subjects[i % len(subjects)], verbs[(i // len(subjects)) % len(verbs)]
-        name = f"{verb}_{subject}_{i}"
-
-        server.add_tool(
-            _catalogue_handler(name),
-            name=name,
-            description=f"{verb.capitalize()} {subject} records (catalogue entry {i}).",
-        )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", choices=["stdio", "http"])
     parser.add_argument("--many", type=int, default=0)
     args = parser.parse_args()
-    add_catalogue(args.many)
+    add_catalogue(server, args.many)
     if args.transport == "stdio":
         server.run("stdio")
-        return
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)  # connections wait in the backlog until uvicorn accepts: no readiness race
-    print(f"port {sock.getsockname()[1]}", flush=True)
-    app = server.streamable_http_app(host="127.0.0.1")
-    config = uvicorn.Config(app, log_level="warning")
-    anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
+    else:
+        serve_http(server)
 
 
 if __name__ == "__main__":

@@ -18,12 +18,22 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from ..errors import LoopwardenError
 from ..models.base import ModelReply, ToolCall, Usage
 from ..session import CallVerdict, GuardSession, ToolSpec, Turn
 from ..tools import ToolResult
 
 R = TypeVar("R")  # a framework's model response
 T = TypeVar("T")
+
+
+class GuardStopped(LoopwardenError):
+    """The guard ended a run whose framework wants structured output, which its stop message is not."""
+
+    def __init__(self, summary: dict[str, Any]) -> None:
+        self.summary = summary
+        reason = summary.get("stop_reason") or summary.get("status")
+        super().__init__(f"loopwarden stopped the run ({reason}): {summary.get('message') or 'no answer'}")
 
 
 @dataclass

@@ -18,22 +18,25 @@ guard what a call that ran returned. When the guard ends the run, the model call
 answer (or its stop message) as a plain assistant message, so the SDK ends the run with it as the
 final output, and `guard.summary(result)` says why. The SDK's own `max_turns` still applies.
 
-Not covered: `Runner.run_streamed` (the wrapped model does not stream), server-side conversation
-state (`previous_response_id`, `conversation_id`: the guard needs the whole input), handoff targets
-(wrap each agent that should be guarded), and an `output_type` other than text when the guard stops
-(its stop message is text).
+`Runner.run_streamed` is guarded too: the model streams as usual, but the guard decides on the whole
+reply, so each reply reaches the run's stream once complete. Not covered: server-side conversation
+state (`previous_response_id`, `conversation_id`: the guard needs the whole input) and handoff targets
+(wrap each agent that should be guarded). With an `output_type` other than text, a run the guard stops
+raises `GuardStopped` (its stop message is text), which carries the summary.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
-from agents import Agent, FunctionTool, ModelResponse, RunResult, Usage
+from agents import Agent, FunctionTool, ModelResponse, RunResult, RunResultStreaming, Usage
 from agents.items import TResponseInputItem
+from agents.models.fake_id import FAKE_RESPONSES_ID
 from agents.models.interface import Model, ModelTracing
 from agents.tool_guardrails import (
     ToolGuardrailFunctionOutput,
@@ -42,13 +45,19 @@ from agents.tool_guardrails import (
     ToolOutputGuardrail,
     ToolOutputGuardrailData,
 )
-from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 
 from ..config import LoopConfig
 from ..models.base import Usage as LoopUsage
 from ..session import GuardSession, ToolSpec
 from ..trace.tracing import TraceTarget, resolve_trace
-from ._bridge import Answer, Ask, Bridges, Keep, RunBridge, ToolRoles, as_returned, drive, reply_of
+from ._bridge import Answer, Ask, Bridges, GuardStopped, Keep, RunBridge, ToolRoles, as_returned, drive, reply_of
 
 try:  # the run a model call belongs to: the SDK's own per-run owner (its hosted models use it too)
     from agents.models._run_context import get_model_run_owner
@@ -86,13 +95,16 @@ class LoopwardenGuard:
         tools = [self._guarded_tool(t) if isinstance(t, FunctionTool) else t for t in agent.tools]
         return agent.clone(model=LoopwardenModel(self, model, name), tools=tools)
 
-    def summary(self, result: RunResult) -> dict[str, Any] | None:
+    def summary(self, result: RunResult | RunResultStreaming) -> dict[str, Any] | None:
         """The guard's account of the run that gave `result`: run_id, status, stop_reason,
         message, detectors, nudges; None if the guard saw none of its model calls."""
         for response in reversed(result.raw_responses):
             kept = self._responses.get(id(response))
             if kept is not None and kept[0] is response:
                 return kept[1].summary()
+            for item in response.output:  # a streamed run's responses are the SDK's: by their calls
+                if isinstance(item, ResponseFunctionToolCall) and item.call_id in self._calls:
+                    return self._calls[item.call_id].summary()
         return None
 
     # -- the tools -----------------------------------------------------------------------------------
@@ -184,9 +196,70 @@ class LoopwardenModel(Model):
         conversation_id: str | None,
         prompt: Any,
     ) -> ModelResponse:
-        model = self.model
+        request = _Request(system_instructions, input, model_settings, tools, output_schema, handoffs, tracing)
+        ids = {"previous_response_id": previous_response_id, "conversation_id": conversation_id, "prompt": prompt}
+
+        async def call(*args: Any) -> ModelResponse:
+            return await self.model.get_response(*args, **ids)
+
+        response, _ = await self._guarded(request, call)
+        return response
+
+    async def stream_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: Any,
+        tools: list[Any],
+        output_schema: Any,
+        handoffs: list[Any],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: Any,
+    ) -> AsyncIterator[Any]:
+        """A streamed call: the model streams as usual, but the guard decides on the whole reply,
+        so the run's stream gets the model's events (or the guard's answer) once it is complete."""
+        request = _Request(system_instructions, input, model_settings, tools, output_schema, handoffs, tracing)
+        ids = {"previous_response_id": previous_response_id, "conversation_id": conversation_id, "prompt": prompt}
+        events: list[Any] = []
+
+        async def call(*args: Any) -> ModelResponse:
+            events.clear()
+            done: Response | None = None
+            async for event in self.model.stream_response(*args, **ids):
+                events.append(event)
+                if isinstance(event, ResponseCompletedEvent):
+                    done = event.response
+            if done is None:
+                raise RuntimeError("the model's stream ended without a response.completed event")
+            return ModelResponse(output=list(done.output), usage=_usage(done.usage), response_id=done.id)
+
+        response, kept = await self._guarded(request, call)
+        if kept:
+            for event in events:  # the model's own stream of the reply that stands
+                yield event
+            return
+        done = Response(
+            id=FAKE_RESPONSES_ID,
+            created_at=time.time(),
+            model=self._name or "loopwarden",
+            object="response",
+            output=list(response.output),
+            parallel_tool_calls=False,
+            tool_choice="none",
+            tools=[],
+        )
+        yield ResponseCompletedEvent(type="response.completed", response=done, sequence_number=0)
+
+    async def _guarded(
+        self, request: _Request, call: Callable[..., Awaitable[ModelResponse]]
+    ) -> tuple[ModelResponse, bool]:
+        """One model call of the SDK under the guard: (the response, whether it is the model's own)."""
+        model, tools, handoffs = self.model, request.tools, request.handoffs
         bridge = self.guard._bridge(tools, handoffs, self._name or type(model).__name__)
-        items: list[Any] = [_user(input)] if isinstance(input, str) else list(input)
+        items: list[Any] = [_user(request.input)] if isinstance(request.input, str) else list(request.input)
         usage = Usage()
 
         async def ask(step: Ask) -> tuple[ModelResponse, Any]:
@@ -197,17 +270,15 @@ class LoopwardenModel(Model):
             messages = bridge.history(items, _user)
             for text, requests in step.follow:
                 messages += [{"role": "assistant", "content": text}, *(_user(r) for r in requests)]
-            response = await model.get_response(
-                system_instructions,
+            settings = request.model_settings
+            response = await call(
+                request.system_instructions,
                 messages,
-                dataclasses.replace(model_settings, tool_choice=_tool_choice(step, model_settings.tool_choice)),
+                dataclasses.replace(settings, tool_choice=_tool_choice(step, settings.tool_choice)),
                 shaped,
-                output_schema,
+                request.output_schema,
                 [h for h in handoffs if h.tool_name in offered],
-                tracing,
-                previous_response_id=previous_response_id,
-                conversation_id=conversation_id,
-                prompt=prompt,
+                request.tracing,
             )
             usage.add(response.usage)
             return response, _reply(response)
@@ -217,15 +288,12 @@ class LoopwardenModel(Model):
         if isinstance(outcome, Keep):
             response: ModelResponse = outcome.response
             response = dataclasses.replace(response, usage=usage)  # every model call it took
+        elif request.output_schema is not None and not request.output_schema.is_plain_text():
+            raise GuardStopped(bridge.summary())  # structured output wanted: the stop message is text
         else:
             response = ModelResponse(output=[_message(outcome.text)], usage=usage, response_id=None)
         self.guard._note(bridge, response)
-        return response
-
-    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(
-            "loopwarden's Agents SDK adapter guards Runner.run and Runner.run_sync, not Runner.run_streamed"
-        )
+        return response, isinstance(outcome, Keep)
 
     async def _cleanup_on_run_end(self, owner: object) -> None:
         """The SDK's call when a run ends, however it ended (an answer, `max_turns`, an error):
@@ -285,9 +353,30 @@ def _reply(response: ModelResponse) -> Any:
     return reply_of(text, calls, usage)
 
 
+@dataclasses.dataclass
+class _Request:
+    """A model call's arguments, as the SDK gave them (the ids aside)."""
+
+    system_instructions: str | None
+    input: str | list[TResponseInputItem]
+    model_settings: Any
+    tools: list[Any]
+    output_schema: Any
+    handoffs: list[Any]
+    tracing: ModelTracing
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    return Usage(
+        requests=1, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, total_tokens=usage.total_tokens
+    )
+
+
 def _message(text: str) -> ResponseOutputMessage:
     return ResponseOutputMessage(
-        id="loopwarden",
+        id=FAKE_RESPONSES_ID,
         type="message",
         role="assistant",
         status="completed",

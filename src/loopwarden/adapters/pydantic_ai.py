@@ -18,21 +18,24 @@ the guard ends the run, the model request returns the run's answer (or its stop 
 so the agent ends with it as its output, and `guard.summary(result)` says why. PydanticAI's own
 `UsageLimits` still apply.
 
-Not covered: streamed runs (`run_stream`: the wrapper model does not stream) and an `output_type`
-other than text when the guard stops (its stop message is text).
+Streamed runs (`run_stream`, `run_stream_events`, `iter`) are guarded too: the model streams as
+usual, but the guard decides on the whole reply, so each reply reaches the consumer once complete.
+With an `output_type` other than text, its output tools count as finishing tools (narrowing forces one),
+and a run the guard stops raises `GuardStopped` (its stop message is text), which carries the summary.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
-from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.models import CompletedStreamedResponse, Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
@@ -43,7 +46,7 @@ from ..config import LoopConfig
 from ..models.base import Usage
 from ..session import GuardSession
 from ..trace.tracing import TraceTarget, resolve_trace
-from ._bridge import Answer, Ask, Keep, RunBridge, ToolRoles, drive, reply_of
+from ._bridge import Answer, Ask, GuardStopped, Keep, RunBridge, ToolRoles, drive, reply_of
 
 SUMMARIES_KEPT = 256
 
@@ -94,6 +97,7 @@ class _RunGuard(AbstractCapability[Any]):
     def __init__(self, guard: Loopwarden, run_id: str | None) -> None:
         self.guard, self.run_id = guard, run_id
         self.bridge: RunBridge | None = None
+        self.output_tools: set[str] = set()
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -105,6 +109,14 @@ class _RunGuard(AbstractCapability[Any]):
                 self.guard.roles.spec(t.name, t.parameters_json_schema, t.description or "")
                 for t in params.function_tools
             ]
+            # output tools finish the run: narrowing forces one, as it would a terminal tool
+            specs += [
+                dataclasses.replace(
+                    self.guard.roles.spec(t.name, t.parameters_json_schema, t.description or ""), terminal=True
+                )
+                for t in params.output_tools
+            ]
+            self.output_tools = {t.name for t in params.output_tools}
             session = GuardSession(
                 specs, self.guard.config, model_name=model_name, run_id=self.run_id, trace=self.guard._trace
             )
@@ -119,11 +131,27 @@ class _RunGuard(AbstractCapability[Any]):
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> Any:
         try:
-            return await handler()
+            result = await handler()
+            if self.bridge is not None:
+                await self._output_ran(self.bridge, result)
+            return result
         finally:
             if self.bridge is not None:
                 await self.bridge.session.close()  # the framework ended first (its limit, an error)
                 self.guard._keep(self.bridge.session.run_id, self.bridge.summary())
+
+    async def _output_ran(self, bridge: RunBridge, result: Any) -> None:
+        """The framework ended the run on an output tool call (it runs no toolset for it): the
+        guard hears of it as of a terminal tool that ran, and finishes the run."""
+        session = bridge.session
+        calls = [v.call_id for v in session.verdicts.values() if v.runs and v.tool in self.output_tools]
+        if not calls or session.ended:
+            return
+        output = getattr(result, "output", None)
+        dump = getattr(output, "model_dump", None)
+        for call_id in calls:
+            await session.record(call_id, dump(mode="json") if callable(dump) else output)
+        await session.next_turn("")  # let the run take it in: it finishes (or asks again; then closed)
 
 
 @dataclasses.dataclass(init=False)
@@ -140,7 +168,39 @@ class _GuardedModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
+        async def call(history: list[ModelMessage], settings: ModelSettings, params: ModelRequestParameters) -> Any:
+            return await self.wrapped.request(history, settings, params)
+
+        return await self._guarded(messages, model_settings, model_request_parameters, call)
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncIterator[StreamedResponse]:
+        """A streamed request: the model streams as usual, but the guard decides on the whole
+        reply, so the consumer gets it (or the guard's answer) once complete, as stream events."""
+
+        async def call(history: list[ModelMessage], settings: ModelSettings, params: ModelRequestParameters) -> Any:
+            async with self.wrapped.request_stream(history, settings, params, run_context) as stream:
+                async for _ in stream:
+                    pass
+            return stream.get()
+
         params = model_request_parameters
+        response = await self._guarded(messages, model_settings, params, call)
+        yield CompletedStreamedResponse(response, model_request_parameters=params, replay_events=True)
+
+    async def _guarded(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        params: ModelRequestParameters,
+        call: Callable[[list[ModelMessage], ModelSettings, ModelRequestParameters], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
         bridge = self.run.session_for(params, self.wrapped.model_name)
         usage = RequestUsage()
 
@@ -148,7 +208,7 @@ class _GuardedModel(WrapperModel):
             history = bridge.history(list(messages), _user)
             for text, requests in step.follow:
                 history += [ModelResponse(parts=[TextPart(text)]), *(_user(r) for r in requests)]
-            response = await self.wrapped.request(history, *_shaped(step, model_settings, params))
+            response = await call(history, *_shaped(step, model_settings, params))
             usage.incr(response.usage)
             return response, _reply(response)
 
@@ -157,6 +217,8 @@ class _GuardedModel(WrapperModel):
         if isinstance(outcome, Keep):
             kept: ModelResponse = outcome.response
             return dataclasses.replace(kept, usage=usage)  # every model call it took
+        if not (params.allow_text_output or not params.output_tools):
+            raise GuardStopped(bridge.summary())  # structured output wanted: the stop message is text
         return ModelResponse(parts=[TextPart(outcome.text)], usage=usage, model_name=self.wrapped.model_name)
 
 

@@ -19,6 +19,7 @@ from ..approvals import DenyAll, gate_code_tools
 from ..events import ExplorationCutOff, ExplorationDone, InjectionSuspected, IsolationProbed
 from ..folder.groups import group_files
 from ..folder.scan import ScanResult
+from ..readers.attributes import link_units
 from ..readers.descriptions import describe, folder_title
 from ..readers.images import OcrReader
 from ..readers.injection import PROMPT_RULE
@@ -129,6 +130,7 @@ async def explore(
     ctx.coverage.note_groups(groups)
     ctx.coverage.note_scan_skips(scan)
     facts = await asyncio.to_thread(all_facts, ctx)  # before the ledger: a failure is noted in it
+    described = descriptions(ctx)
     ledger = ctx.coverage.ledger()
     unread = ledger.by_status("unread")
     if ctx.finished is not None:
@@ -156,7 +158,7 @@ async def explore(
     record = record.model_copy(
         update={
             "figures": sorted(ctx.figures, key=lambda f: f.path),
-            "tables": [ctx.tables[path] for path in sorted(ctx.tables)],
+            "tables": [link_units(ctx.tables[path], described) for path in sorted(ctx.tables)],
             "coverage": ledger,
             "groups": groups,
             "offline": bool(getattr(model, "offline", False)),
@@ -164,7 +166,7 @@ async def explore(
             "degraded": degraded,
             "facts": facts,
             "statistics_failed": dict(ctx.statistics_failed),
-            "descriptions": descriptions(ctx),
+            "descriptions": described,
             "suspected_injections": list(ctx.injections),
         }
     )

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from ..record import Description, TableProfile
 from .descriptions import UNIT_PATTERN
 from .dialect import unique_names
 
@@ -199,3 +200,35 @@ def _summary_names(text: str) -> list[str]:
             if row:
                 names.append(" ".join(row.group(1).split()))
     return names
+
+
+def link_units(table: TableProfile, descriptions: list[Description]) -> TableProfile:
+    """The table with the units its folder's descriptions state for its columns by name ("sepal
+    length in cm" -> column "sepal length", "temp_max in °C" -> temp_max): from a description in
+    its folder or above it, the same-stem one first; units the file itself states are kept."""
+    home = table.path.split("#")[0].rpartition("/")[0]
+    near = [d for d in descriptions if d.units and _covers(d.path, home)]
+    near.sort(key=lambda d: (_stem(d.path) != _stem(table.path.split("#")[0]), -d.path.count("/")))
+    by_name = {_key(c): c for c in table.columns if c not in table.units}
+    linked: dict[str, str] = {}
+    sources: list[str] = []
+    for description in near:
+        for quantity, unit in description.units.items():
+            column = by_name.get(_key(quantity))
+            if column is not None and column not in linked:
+                linked[column] = unit
+                sources += [description.path] if description.path not in sources else []
+    if not linked:
+        return table
+    linked = {c: linked[c] for c in table.columns if c in linked}  # in the table's order
+    note = f"units of {', '.join(linked)} as stated in {', '.join(sources)}"
+    return table.model_copy(update={"units": {**table.units, **linked}, "notes": [*table.notes, note]})
+
+
+def _covers(description: str, folder: str) -> bool:
+    where = description.rpartition("/")[0]
+    return not where or folder == where or folder.startswith(where + "/")
+
+
+def _key(name: str) -> str:
+    return " ".join(re.sub(r"[_\-.]+", " ", name).lower().split())

@@ -428,7 +428,8 @@ def _stats_table(table: TableProfile, lang: Lang) -> str:
     rows = []
     for column, stats in table.numeric_summary.items():
         cells = [format_number(stats[s]) if s in stats else "--" for s in STAT_COLUMNS]
-        rows.append([f"\\texttt{{{escape(column)}}}", *cells])
+        unit = f" [{escape(table.units[column])}]" if column in table.units else ""
+        rows.append([f"\\texttt{{{escape(column)}}}{unit}", *cells])
     caption = escape(t("stats_caption", lang, path=table.path, part=table.part or f"{table.rows} rows"))
     return _longtable([t("column", lang), *STAT_COLUMNS], rows, "l" + "r" * len(STAT_COLUMNS), caption)
 
