@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -32,7 +31,15 @@ from .announce import announce
 from .history import CONVERSATION_HEADER, BadRequest, Conversation, read_conversation
 from .replay import Outcome, WirePolicy, replay
 from .resume import DEFAULT_ENTRIES, ResumeCache
-from .upstream import Streamed, UpstreamError, post_json, post_stream, reply_from_completion, upstream_headers
+from .upstream import (
+    Streamed,
+    Upstream,
+    UpstreamError,
+    post_json,
+    post_stream,
+    reply_from_completion,
+    upstream_headers,
+)
 
 log = logging.getLogger("loopwarden.proxy")
 
@@ -88,8 +95,7 @@ def create_proxy(settings: ProxySettings) -> Starlette:
 class _ProxyState:
     def __init__(self, settings: ProxySettings) -> None:
         self.settings = settings
-        base = settings.upstream.rstrip("/") + "/"
-        self.client = httpx.AsyncClient(base_url=base, timeout=httpx.Timeout(settings.timeout, connect=10.0))
+        self.client = Upstream(settings.upstream, settings.timeout)
         self.store = RunStore(settings.store_path) if settings.store_path is not None else None
         self.store_lock = asyncio.Lock()
         self.resume = ResumeCache(settings.resume_entries)
@@ -111,14 +117,17 @@ class _ProxyState:
         return headers
 
     async def passthrough(self, request: Request, path: str) -> Response:
+        headers = self._headers(request)
+        if request.headers.get("content-type"):
+            headers["Content-Type"] = request.headers["content-type"]
         try:
-            response = await self.client.request(
-                request.method, path, content=await request.body(), headers=self._headers(request)
+            status, content, kept = await self.client.request(
+                request.method, path, await request.body(), headers, request.url.query
             )
-        except httpx.HTTPError as error:
-            return openai_error(502, f"upstream unreachable: {type(error).__name__}", kind="upstream_error")
-        media = response.headers.get("content-type", "application/json")
-        return Response(response.content, status_code=response.status_code, media_type=media)
+        except UpstreamError as error:
+            return _upstream_error(error)
+        media = kept.pop("content-type", "application/json")
+        return Response(content, status_code=status, media_type=media, headers=kept)
 
     # -- chat completions -------------------------------------------------------------------
 

@@ -71,7 +71,9 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"loopwarden: proxy on http://{host}:{port}/v1 -> {settings.upstream}", err=True)
         if not quiet:
             _print_decisions()
-        uvicorn.run(create_proxy(settings), host=host, port=port, log_level="warning")
+        # Idle client connections are kept longer than a client pool keeps them (httpx, so the openai
+        # SDK: 5 s), so a client never sends on a connection the proxy is closing at that moment.
+        uvicorn.run(create_proxy(settings), host=host, port=port, log_level="warning", timeout_keep_alive=75)
 
 
 def _print_decisions() -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
+from functools import partial
 from itertools import count
 from typing import Any
 
@@ -20,9 +22,10 @@ from ...models.base import ModelReply, ModelRequest, ToolCall, Usage
 from ..folder.groups import sampled_paths
 from ..readers import TABLE_EXTS
 from ..readers.descriptions import first_sentence, folder_title, main_description
+from ..record import TableProfile
 from .findings import cross_table_findings, group_findings, independent_column, section, table_findings
 from .loop import STEP_BUDGET, descriptions
-from .statistics import numeric_columns, time_column
+from .statistics import class_column, numeric_columns, table_kind, time_column
 from .tools import ExplorationContext
 
 OFFLINE_LABEL = "offline explorer (deterministic, no language model)"
@@ -129,7 +132,18 @@ class OfflineExplorer:
                 dates = time_column(frame, years=False)
                 x = dates or independent_column(frame)
                 ys = [c for c in numeric_columns(frame) if c != x][:4]
+                label = class_column(frame) if table_kind(frame) == "categorical" else None
             except Exception:  # a hostile table (its statistics failure is reported): no figure
+                continue
+            profile = self._ctx.tables.get(path)
+            if label is not None and "#" not in path:
+                classes = [c for c in numeric_columns(frame) if c != label][:4]
+                if classes:
+                    setup = [f"groups = sorted(df[{label!r}].dropna().unique().tolist(), key=str)"]
+                    calls.append(_panel_figure(path, profile, classes, setup=setup, xlabel=label, sharex=False,
+                        draw=partial(_box, label),
+                        after="set_xticks(range(1, len(groups) + 1), [str(g) for g in groups])",
+                        said=f"{', '.join(classes)} by {label} in {path}: one box per class"))  # fmt: skip
                 continue
             if x is None or not ys or "#" in path:
                 continue
@@ -137,27 +151,9 @@ class OfflineExplorer:
             along = dates is not None or frame[x].dropna().is_monotonic_increasing
             style = "marker='o', markersize=3" if along else "marker='o', markersize=3, linestyle='none'"
             xs = f"pd.to_datetime(df[{x!r}], errors='coerce')" if dates else f"df[{x!r}]"
-            # One panel per measured column: their units differ, so they never share an axis.
-            size = f"(6, {2 + 1.6 * len(ys):.1f})"
-            # A big table is drawn from an even sample of its rows, read streaming by the sandbox.
-            profile = self._ctx.tables.get(path)
-            every = math.ceil(profile.rows / FIGURE_ROWS) if profile is not None and profile.rows > FIGURE_ROWS else 1
-            lines = [
-                f"df = load({path!r}, every={every})" if every > 1 else f"df = load({path!r})",
-                f"fig, axes = plt.subplots({len(ys)}, 1, figsize={size}, sharex=True, squeeze=False)",
-            ]
-            for i, y in enumerate(ys):
-                lines += [
-                    f"axes[{i}, 0].plot({xs}, df[{y!r}], {style})",
-                    f"axes[{i}, 0].set_ylabel({y!r})",
-                    f"axes[{i}, 0].grid(True, alpha=0.3)",
-                ]
-            lines += [f"axes[-1, 0].set_xlabel({x!r})", f"axes[0, 0].set_title({path!r})", "fig.tight_layout()"]
-            stem = re.sub(r"[^A-Za-z0-9]+", "_", path.rsplit(".", 1)[0]).strip("_")
-            caption = f"{', '.join(ys)} against {x} in {path} (drawn by the offline explorer)."
-            if every > 1:
-                caption += f" One row in {every} of {profile.rows if profile else 0:,} is drawn."
-            calls.append(("make_figure", {"code": "\n".join(lines), "filename": stem, "caption": caption}))
+            calls.append(_panel_figure(path, profile, ys, setup=[], xlabel=x, sharex=True,
+                                       draw=partial(_line, xs, style),
+                                       said=f"{', '.join(ys)} against {x} in {path}"))  # fmt: skip
         return calls[:8]
 
     def _note_denials(self, request: ModelRequest) -> None:
@@ -250,6 +246,45 @@ class OfflineExplorer:
             finish_reason="tool_calls" if tool_calls else "stop",
             model=self.name,
         )
+
+
+def _box(label: str, y: str) -> str:
+    return f"boxplot([df.loc[df[{label!r}] == g, {y!r}].dropna() for g in groups])"
+
+
+def _line(xs: str, style: str, y: str) -> str:
+    return f"plot({xs}, df[{y!r}], {style})"
+
+
+def _panel_figure(
+    path: str,
+    profile: TableProfile | None,
+    ys: list[str],
+    *,
+    setup: list[str],
+    draw: Callable[[str], str],
+    xlabel: str,
+    said: str,
+    sharex: bool,
+    after: str = "",
+) -> tuple[str, dict[str, Any]]:
+    """One panel per measured column (their units differ, so they never share an axis). A big
+    table is drawn from an even sample of its rows, read streaming by the sandbox."""
+    every = math.ceil(profile.rows / FIGURE_ROWS) if profile is not None and profile.rows > FIGURE_ROWS else 1
+    lines = [
+        f"df = load({path!r}, every={every})" if every > 1 else f"df = load({path!r})",
+        *setup,
+        f"fig, axes = plt.subplots({len(ys)}, 1, figsize=(6, {2 + 1.6 * len(ys):.1f}), sharex={sharex}, squeeze=False)",
+    ]
+    for i, y in enumerate(ys):
+        lines += [f"axes[{i}, 0].{draw(y)}", *([f"axes[{i}, 0].{after}"] if after else [])]
+        lines += [f"axes[{i}, 0].set_ylabel({y!r})", f"axes[{i}, 0].grid(True, alpha=0.3)"]
+    lines += [f"axes[-1, 0].set_xlabel({xlabel!r})", f"axes[0, 0].set_title({path!r})", "fig.tight_layout()"]
+    stem = re.sub(r"[^A-Za-z0-9]+", "_", path.rsplit(".", 1)[0]).strip("_")
+    caption = f"{said} (drawn by the offline explorer)."
+    if every > 1:
+        caption += f" One row in {every} of {profile.rows if profile else 0:,} is drawn."
+    return "make_figure", {"code": "\n".join(lines), "filename": stem, "caption": caption}
 
 
 def _chunks(items: list[tuple[str, dict[str, Any]]], size: int) -> list[list[tuple[str, dict[str, Any]]]]:

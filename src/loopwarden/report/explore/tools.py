@@ -24,6 +24,7 @@ from ..folder.scan import IMAGE_EXTS, ScanResult, extension
 from ..readers import FileReader
 from ..readers.images import MAX_IMAGE_BYTES, OcrReader, read_image_bytes
 from ..readers.injection import DATA_NOTICE, find_injections
+from ..readers.tables import read_spec
 from ..record import ExplorationRecord, FigureRecord, FileGroupRecord, SuspectedInjection, TableProfile
 from ..sandbox.runner import FigureSandbox
 from .hostpaths import scrub_host_paths
@@ -193,7 +194,8 @@ def exploration_tools(ctx: ExplorationContext) -> list[Tool]:
             filename: a short file name for the figure, e.g. field_vs_position
             caption: one sentence saying what the figure shows
         """
-        outcome = await ctx.sandbox.run(code, filename)
+        tables = {path: spec for path, profile in ctx.tables.items() if (spec := read_spec(profile)) is not None}
+        outcome = await ctx.sandbox.run(code, filename, tables)
         if not outcome.ok or outcome.path is None:
             return ToolResult.failure(outcome.error_type or "figure_failed", outcome.message)
         sources = sorted(set(re.findall(r"load\(\s*['\"]([^'\"]+)['\"]", code)))

@@ -110,6 +110,8 @@ class Dialect:
             "units": self.units,
             "detector": self.detector,
             "names_from": self.names_from,
+            "codec": self.encoding,
+            "skip_lines": self.skip_lines,
         }
 
 

@@ -100,6 +100,16 @@ def _sample_frame(f: BinaryIO, dialect: Dialect) -> pd.DataFrame:
     return frame
 
 
+def read_spec(profile: TableProfile) -> dict[str, Any] | None:
+    """How figure code should read a delimited table to see what its profile saw (None for a
+    spreadsheet): the sandbox's `load(path)` uses it."""
+    d = profile.dialect
+    if "skip_lines" not in d or "#" in profile.path:
+        return None
+    return {"sep": d["delimiter"], "quotechar": d["quotechar"], "decimal": d["decimal"], "codec": d["codec"],
+            "skip_lines": d["skip_lines"], "names": list(profile.columns)}  # fmt: skip
+
+
 def read_excel(f: BinaryIO, rel: str) -> TableRead:
     data = f.read(MAX_XLSX_BYTES + 1)
     if len(data) > MAX_XLSX_BYTES:

@@ -60,15 +60,19 @@ def _import_stack() -> dict[str, Any]:
     return {"matplotlib": matplotlib, "plt": plt, "np": np, "pd": pd, "math": math, "statistics": statistics}
 
 
-def _make_load(guard: Any, pd: Any) -> Any:
+def _make_load(guard: Any, pd: Any, tables: dict[str, dict[str, Any]]) -> Any:
     def load(path: str, every: int = 1) -> Any:
         """A table (pandas DataFrame) from the data folder: CSV, TSV, XLSX or JSON. `every=N`
         keeps every Nth data row of a CSV/TSV, read streaming: a big table drawn from an even
-        sample in bounded memory."""
+        sample in bounded memory. A table the exploration profiled is read as its profile says
+        (delimiter, lines above the table, column names, decimal comma)."""
         every = max(1, int(every))
         fd = guard.open_file(path)
         name = str(path).lower()
+        spec = tables.get(guard.relative(path))
         with os.fdopen(fd, "rb") as f:
+            if spec is not None:
+                return _read_as_profiled(pd, f, spec, every)
             if name.endswith((".xlsx", ".xls", ".xlsm")):
                 return pd.read_excel(io.BytesIO(f.read()))
             if name.endswith(".json"):
@@ -97,6 +101,29 @@ def _make_load(guard: Any, pd: Any) -> Any:
             return pd.read_csv(f, sep=sep, engine="c", skiprows=skip, skipinitialspace=True)
 
     return load
+
+
+def _read_as_profiled(pd: Any, f: Any, spec: dict[str, Any], every: int) -> Any:
+    skip = int(spec["skip_lines"])
+
+    def sampled(i: int) -> bool:
+        return i < skip or (i - skip) % every != 0
+
+    return pd.read_csv(
+        f,
+        sep=spec["sep"],
+        quotechar=spec["quotechar"],
+        decimal=spec["decimal"],
+        encoding=spec["codec"],
+        encoding_errors="replace",
+        header=None,
+        names=spec["names"],
+        index_col=False,
+        skiprows=skip if every == 1 else sampled,
+        skipinitialspace=spec["sep"] == " ",
+        on_bad_lines="skip",
+        engine="c",
+    )
 
 
 def _restricted_builtins() -> dict[str, Any]:
@@ -144,7 +171,8 @@ def main() -> int:
         _isolate(config)
     except Exception as error:
         _report(config, {"ok": False, "error_type": "sandbox_setup", "message": f"{type(error).__name__}: {error}"})
-    namespace: dict[str, Any] = {"__builtins__": _restricted_builtins(), "load": _make_load(guard, stack["pd"])}
+    load = _make_load(guard, stack["pd"], config.get("tables") or {})
+    namespace: dict[str, Any] = {"__builtins__": _restricted_builtins(), "load": load}
     namespace.update(stack)
     captured = io.StringIO()
     try:

@@ -94,7 +94,9 @@ class FigureSandbox:
             self.isolation.layer if self.isolation.isolated else "rlimits-only" if self.allow_rlimits_only else "none"
         )
 
-    async def run(self, code: str, filename: str) -> FigureOutcome:
+    async def run(self, code: str, filename: str, tables: dict[str, dict[str, Any]] | None = None) -> FigureOutcome:
+        """`tables`: how each profiled table is written (`read_spec`), so `load(path)` in the
+        figure code reads it as the profile did: same delimiter, lines skipped and column names."""
         if not self.enabled:
             return FigureOutcome(False, "figures are switched off: no OS isolation layer", "figures_disabled")
         problems = check_code(code)
@@ -107,14 +109,15 @@ class FigureSandbox:
         (staging / "work").mkdir(parents=True)
         (staging / "mpl").mkdir()
         try:
-            return await self._run_child(code, safe_filename(filename), staging)
+            return await self._run_child(code, safe_filename(filename), staging, tables or {})
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def _config(self, code: str, staging: Path) -> dict[str, Any]:
+    def _config(self, code: str, staging: Path, tables: dict[str, dict[str, Any]]) -> dict[str, Any]:
         limits = self.limits
         return {
             "code": code,
+            "tables": tables,
             "workdir": str(staging / "work"),
             "figure_path": str(staging / "figure.png"),
             "data_root": str(self.data_root),
@@ -146,7 +149,9 @@ class FigureSandbox:
         argv += ["--bind", str(staging), str(staging), "--chdir", str(staging / "work"), "--"]
         return argv + python
 
-    async def _run_child(self, code: str, filename: str, staging: Path) -> FigureOutcome:
+    async def _run_child(
+        self, code: str, filename: str, staging: Path, tables: dict[str, dict[str, Any]]
+    ) -> FigureOutcome:
         env = {
             "MPLCONFIGDIR": str(staging / "mpl"),
             "MPLBACKEND": "Agg",
@@ -155,7 +160,7 @@ class FigureSandbox:
             "MKL_NUM_THREADS": "1",
         }
         nonce = secrets.token_hex(16)
-        config = self._config(code, staging)
+        config = self._config(code, staging, tables)
         limits = self.limits
         spec = ChildSpec(
             argv=self._argv(staging),
