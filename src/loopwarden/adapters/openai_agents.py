@@ -86,7 +86,7 @@ class LoopwardenGuard:
         self._bridges = Bridges()
         self._runs: weakref.WeakKeyDictionary[object, RunBridge] = weakref.WeakKeyDictionary()
         self._calls: OrderedDict[str, RunBridge] = OrderedDict()
-        self._responses: dict[int, tuple[ModelResponse, RunBridge]] = {}
+        self._responses: OrderedDict[int, tuple[ModelResponse, RunBridge]] = OrderedDict()
 
     def wrap(self, agent: Agent[Any]) -> Agent[Any]:
         """A clone of `agent` run under the guard: its model wrapped, its function tools guarded."""
@@ -162,10 +162,10 @@ class LoopwardenGuard:
             if isinstance(item, ResponseFunctionToolCall):
                 self._calls[item.call_id] = bridge
                 self._calls.move_to_end(item.call_id)
-        while len(self._calls) > CALLS_KEPT:
-            self._calls.popitem(last=False)
-        self._responses = {k: v for k, v in self._responses.items() if self._bridges.get(v[1].session.run_id)}
-        self._responses[id(response)] = (response, bridge)
+        self._responses[id(response)] = (response, bridge)  # held, so its id is not reused meanwhile
+        for kept in (self._calls, self._responses):
+            while len(kept) > CALLS_KEPT:
+                kept.popitem(last=False)
 
 
 class LoopwardenModel(Model):
