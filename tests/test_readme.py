@@ -161,10 +161,27 @@ def _check(command: list[str]) -> None:
         assert command[1] == USERS_SCRIPT or (ROOT / command[1]).is_file(), command
     elif name == "pip":
         for word in command:
-            if match := re.fullmatch(r"(?:-e )?\.\[(.+)\]", word):
+            if match := re.fullmatch(r"(?:-e )?(?:\.|loopwarden)\[(.+)\]", word):
                 assert set(match.group(1).split(",")) <= EXTRAS, word
+    elif name == "apt-get":
+        packages = {word for word in command[2:] if not word.startswith("-")}
+        assert command[1] == "install" and packages <= _ci_apt_packages(), packages - _ci_apt_packages()
     else:
         assert name in ("export",), f"a command this test does not know: {command}"
+
+
+def _ci_apt_packages(name: str = "*") -> set[str]:
+    """The Debian packages `.ci/run` installs (one per line, `#` comments)."""
+    words = set()
+    for path in (ROOT / ".ci" / "apt").glob(f"{name}.txt"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            words.update(line.split("#", 1)[0].split())
+    return words
+
+
+def test_the_desktop_apps_debian_packages_are_those_ci_installs() -> None:
+    (line,) = [c for b in SHELL for c in _commands(b) if c[0] == "apt-get" and "libxcb-cursor0" in c]
+    assert {word for word in line[2:] if not word.startswith("-")} == _ci_apt_packages("app")
 
 
 @pytest.mark.parametrize("block", SHELL, ids=str)
