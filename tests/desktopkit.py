@@ -98,6 +98,21 @@ class XWindows:
         self.lib.XCloseDisplay.argtypes = [ctypes.c_void_p]
         self.display = display
 
+    def focus_root(self) -> int:
+        """Give the keyboard focus to the root window (as clicking the desktop would); its id."""
+        self.lib.XDefaultRootWindow.restype = ctypes.c_ulong
+        self.lib.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
+        self.lib.XSetInputFocus.argtypes = [ctypes.c_void_p, ctypes.c_ulong, ctypes.c_int, ctypes.c_ulong]
+        dpy = self.lib.XOpenDisplay(self.display.encode())
+        assert dpy, f"cannot open {self.display}"
+        try:
+            root = int(self.lib.XDefaultRootWindow(dpy))
+            self.lib.XSetInputFocus(dpy, root, 1, 0)  # RevertToPointerRoot, CurrentTime
+            self.lib.XFlush(dpy)
+            return root
+        finally:
+            self.lib.XCloseDisplay(dpy)
+
     def close_window(self, window: int) -> None:
         class ClientMessage(ctypes.Structure):
             _fields_ = [

@@ -18,6 +18,7 @@ import pytest
 from loopwarden.desktop.display import display_problem
 from loopwarden.desktop.embedded import EmbeddedServer, app_settings
 from loopwarden.desktop.instance import ask_to_raise, claim
+from loopwarden.desktop.routes import FOLDER_FILE
 from loopwarden.server.cli import lock_state_dir
 from server_jobs import GatedJob, ticking_job
 
@@ -99,6 +100,13 @@ def test_the_allowed_root_is_the_folder_picked_nothing_more(served, tmp_path: Pa
     assert shell.opened == [out / "report.pdf", out]
     for bad in ("0" * 32, "..", "x" * 40):
         assert window.post(f"/api/app/runs/{bad}/open").status_code == 404
+
+    # The next launch allows the folder picked last, while it is still there; nothing else.
+    assert app_settings(tmp_path / "state").allowed_roots == [data.resolve()]
+    (tmp_path / "state" / FOLDER_FILE).write_text('{"folder": "relative/path"}')
+    assert app_settings(tmp_path / "state").allowed_roots == []
+    (tmp_path / "state" / FOLDER_FILE).write_text("not json")
+    assert app_settings(tmp_path / "state").allowed_roots == []
 
 
 def test_closing_cancels_the_runs_still_going_and_keeps_them(tmp_path: Path) -> None:

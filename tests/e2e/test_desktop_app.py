@@ -13,7 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from desktopkit import App, app_env, copy_example, iter_lines, run_cli, screenshot, start_xvfb, wait_for, xvfb_available
+from desktopkit import (
+    App,
+    XWindows,
+    app_env,
+    copy_example,
+    iter_lines,
+    run_cli,
+    screenshot,
+    start_xvfb,
+    wait_for,
+    xdotool,
+    xvfb_available,
+)
 
 pytestmark = pytest.mark.skipif(not xvfb_available(), reason="needs Xvfb and xdotool (.ci/apt/app.txt)")
 pytest.importorskip("PySide6.QtWebEngineWidgets", reason="needs the app extra")
@@ -85,11 +97,16 @@ def test_the_app_runs_the_example_end_to_end_and_closes_leaving_nothing(tmp_path
         assert wait_for("the file manager's call", lambda: str(out) in iter_lines(tmp_path / "opened.txt"), 60)
         screenshot(display, screens / "end.png")
 
-        # A second launch on the same run store: the first window comes to the front, no second server.
+        # A second launch on the same run store: the first window comes to the front (it takes the
+        # keyboard focus back from the desktop), no second server.
+        window = app.window_id()
+        root = XWindows(display).focus_root()
+        wait_for("the focus on the desktop", lambda: xdotool(display, "getwindowfocus") == str(root), 60)
         second = run_cli(["app", "--state-dir", str(state)], app_env(tmp_path, display), tmp_path, timeout=120)
         assert second.returncode == 0, second.stderr
         assert second.stdout.strip() == f"loopwarden: already open on {app.url}; brought its window to the front"
         wait_for("the first window to hear of it", lambda: "brought it to the front" in app.stderr(), 60)
+        wait_for("the first window to take the focus", lambda: xdotool(display, "getwindowfocus") == str(window), 60)
         assert app.process.poll() is None
 
         _closes_leaving_nothing(app)
@@ -97,9 +114,11 @@ def test_the_app_runs_the_example_end_to_end_and_closes_leaving_nothing(tmp_path
         app.kill()
     assert {p.name for p in screens.iterdir()} == {"start.png", "end.png"}
 
-    # Runs persist: the next launch lists the finished run from the same store.
+    # Runs persist: the next launch lists the finished run from the same store, and the folder
+    # picked last is still the one allowed.
     again = App(tmp_path, display, state, name="again")
     try:
+        assert again.js("document.getElementById('picked-folder').textContent") == str(data)
         again.wait_js(
             "the earlier run in the list",
             f"document.querySelector('#runs tr[data-id=\"{run_id}\"] .status')?.textContent === 'completed'",

@@ -15,20 +15,21 @@ from typing import Any
 from pydantic import SecretStr
 
 from ..server.settings import ServerSettings
-from .routes import Shell, add_desktop_routes
+from .routes import Shell, add_desktop_routes, remembered_folder
 
 _START_TIMEOUT_S = 120.0
 
 
 def app_settings(state_dir: Path, *, concurrency: int = 2) -> ServerSettings:
     """The same run store and run folders as `loopwarden serve --state-dir` (so runs persist between
-    launches and either can read them), no allowed folder until the user picks one."""
+    launches and either can read them); the allowed folder is the one the user picked last, if any."""
+    remembered = remembered_folder(state_dir)
     return ServerSettings(
         host="127.0.0.1",
         port=0,
         db_path=state_dir / "runs.db",
         runs_dir=state_dir / "runs",
-        allowed_roots=[],
+        allowed_roots=[] if remembered is None else [remembered],
         max_concurrency=concurrency,
         token=SecretStr(secrets.token_urlsafe(32)),
     )

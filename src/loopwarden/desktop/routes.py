@@ -6,6 +6,8 @@ PDF in the system viewer and showing its folder in the file manager. The desktop
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import re
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,6 +19,22 @@ from ..server.settings import ServerSettings
 from ..trace.store import RunRecord, RunStore
 
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
+FOLDER_FILE = "app-folder.json"
+"""In the run store's folder: the last folder picked, allowed again at the next launch."""
+
+
+def remembered_folder(state_dir: Path) -> Path | None:
+    """The folder picked at an earlier launch, while it is still a folder."""
+    try:
+        folder = Path(json.loads((state_dir / FOLDER_FILE).read_text(encoding="utf-8"))["folder"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return folder if folder.is_absolute() and folder.is_dir() else None
+
+
+def _remember_folder(state_dir: Path, folder: Path) -> None:
+    with contextlib.suppress(OSError):  # not remembered is no reason to refuse the pick
+        (state_dir / FOLDER_FILE).write_text(json.dumps({"folder": str(folder)}), encoding="utf-8")
 
 
 class Shell(Protocol):
@@ -67,6 +85,7 @@ def add_desktop_routes(app: FastAPI, shell: Shell) -> None:
         if not folder.is_dir():
             raise HTTPException(400, f"{chosen} is not a folder")
         settings.allowed_roots = [folder]  # what the user picked, nothing more
+        _remember_folder(settings.db_path.parent, folder)
         return {"folder": str(folder), "changed": True}
 
     @app.post("/api/app/runs/{run_id}/open", dependencies=api)
