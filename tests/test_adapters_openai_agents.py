@@ -275,3 +275,17 @@ def test_concurrent_runs_of_one_guard_are_kept_apart() -> None:
     assert stuck_summary["stop_reason"] == "repeated_call" and stuck_files.reads == ["a.txt"]
     assert healthy_summary["status"] == "completed" and healthy_summary["detectors"] == []
     assert len(healthy_files.reads) == 8 and healthy_result.final_output == "All parts read."
+
+
+def test_a_handoff_to_a_wrapped_agent_gets_that_agent_its_own_guard_session() -> None:
+    def triage(call: ModelCall) -> Any:
+        return [function_call("transfer_to_reader", {}, call_id="t1")]
+
+    files, script, guard = Files(), Script(stuck), LoopwardenGuard()
+    reader = guard.wrap(Agent(name="reader", model=script.model(), tools=files.tools()[:1]))
+    front = guard.wrap(Agent(name="triage", model=ScriptedModel([ModelStep.respond(triage)]), handoffs=[reader]))
+    result = asyncio.run(Runner.run(front, "Summarise a.txt", max_turns=30))
+    assert result.last_agent.name == "reader"
+    assert files.reads == ["a.txt"] and script.seen[0].tools == ["read_file"]  # the reader's tools all offered
+    summary = guard.summary(result)
+    assert summary is not None and summary["stop_reason"] == "repeated_call", summary
