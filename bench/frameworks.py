@@ -116,7 +116,9 @@ async def run_loopwarden(scenario: Scenario, limit: int | None = None) -> Outcom
         LoopConfig() if limit is None else LoopConfig(budgets=Budgets(max_tool_rounds=limit, max_model_calls=limit))
     )
     tools = [tool(f) for f in _tool_functions(world, scenario.tools)]
-    run = await Agent(FunctionModel(model, name="scripted"), tools, config=config).run(scenario.prompt)
+    # The peers' stand-in models keep no log of requests; loopwarden's does unless told not to.
+    scripted = FunctionModel(model, name="scripted", keep_requests=False)
+    run = await Agent(scripted, tools, config=config).run(scenario.prompt)
     return Outcome("loopwarden", meter, world, run.stop_reason)
 
 

@@ -74,6 +74,8 @@ def test_every_event_of_a_run_is_a_runtime_event_and_parses_back_to_its_class() 
         data = json.loads(event.to_json())
         back = parse_event(data)
         assert type(back) is type(event) and back == event
+        # built unchecked on the hot path (trusted.py): what validation makes of it is the same, to the byte
+        assert back.to_json() == event.to_json()
         assert type(adapter.validate_python(data)) is type(event)
         kinds.add(type(event))
     assert {ModelCalled, GuardVerdict, ToolCallFinished, RunFinished} <= kinds
@@ -114,3 +116,16 @@ def test_version_0_traces_read_under_todays_names() -> None:
                           "confidence": 1.0, "method": "rule", "step_cap": 4})  # fmt: skip
     assert nudge.type == "nudge_injected" and isinstance(verdict, GuardVerdict) and verdict.action == "allowed"
     assert routed.model_dump()["max_tool_rounds"] == 4
+
+
+def test_a_trusted_build_names_a_misspelt_or_missing_field_as_validation_does() -> None:
+    stamp = EventStamper("r")
+    with pytest.raises(ValidationError, match="cahced"):
+        stamp.trusted(ToolCallFinished, turn=1, call_id="c", tool="t", ok=True, cahced=True)
+    with pytest.raises(ValidationError, match="ok"):
+        stamp.trusted(ToolCallFinished, turn=1, call_id="c", tool="t")
+    built = stamp.trusted(ToolCallFinished, turn=1, call_id="c", tool="t", ok=True)
+    assert built.checklist_done == [] and built.checklist_done is not ToolCallFinished(
+        run_id="r", seq=9, ts=0.0, turn=1, call_id="c", tool="t", ok=True
+    ).checklist_done  # a fresh list per event, as the default factory makes
+    assert built.seq == 3 and stamp.last_seq == 3  # the refused ones took their numbers too, as before

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import io
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -69,19 +68,16 @@ async def test_is_error_results_and_protocol_errors_are_structured_failures() ->
 
 async def test_a_call_past_the_timeout_is_a_retryable_timeout_and_the_server_goes_on() -> None:
     async with toolbox(timeout=1.0) as server:
-        began = time.monotonic()
-        late = await server.call("stall", {"seconds": 30})
-        assert time.monotonic() - began < 25
+        late = await server.call("stall", {"seconds": 600})  # the watchdog ends the test if the limit fails
         assert not late.ok and late.error_type == "timeout" and late.retryable
+        assert "did not answer toolbox.stall in time" in (late.message or "")  # the SDK's limit, not the executor's
         assert (await server.call("get_weather", {"city": "Oslo"})).ok
 
 
 async def test_a_server_that_dies_mid_call_gives_a_clear_error_at_once_not_a_hang() -> None:
-    server = await toolbox(timeout=60.0).open()
-    began = time.monotonic()
+    server = await toolbox(timeout=3600.0).open()  # only the closed pipe can end the call before the watchdog
     died = await server.call("crash", {})
     after = await server.call("get_weather", {"city": "Oslo"})
-    assert time.monotonic() - began < 30  # the 60 s timeout never ran out: the closed pipe was seen
     for result in (died, after):
         assert not result.ok and result.error_type == SERVER_GONE and not result.retryable
         assert "toolbox" in (result.message or "") and result.user_action
@@ -116,6 +112,12 @@ async def test_a_stdio_server_starts_when_this_process_has_no_real_stderr(monkey
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # as in a notebook, or under output capture
     async with toolbox() as server:
         assert (await server.call("get_weather", {"city": "Oslo"})).ok
+
+
+async def test_a_server_that_exits_at_start_is_a_connection_error_at_once() -> None:
+    exits = MCPTools.stdio(sys.executable, ["-c", "import sys; sys.exit(1)"], timeout=3600.0, connect_timeout=3600.0)
+    with pytest.raises(MCPConnectionError, match="failed to start"):  # the closed pipe, not a limit, ends it
+        await exits.open()
 
 
 async def test_a_server_that_cannot_start_raises_a_connection_error() -> None:

@@ -141,6 +141,11 @@ class ApprovalReview:
     waited: float = 0.0
     """Seconds spent waiting for people; not the agent's time, so not charged to the time budget."""
 
+    @staticmethod
+    def needed(proposals: Sequence[Proposal]) -> bool:
+        """Whether any of these calls waits for approval (else `review` has nothing to do)."""
+        return any(p.tool is not None and p.tool.requires_approval for p in proposals)
+
     async def review(self, proposals: Sequence[Proposal], turn: int) -> AsyncIterator[Event]:
         needing = [p for p in proposals if p.runnable and p.tool is not None and p.tool.requires_approval]
         if not needing:

@@ -24,6 +24,7 @@ from .guard.ladder import Finding, Rung
 from .guard.repetition import ChantInStream, StreamWatch, chant
 from .models.base import ModelError, ModelReply, ModelRequest, ToolChoice, Usage
 from .proposals import Proposal
+from .trusted import trusted
 from .verify import first_failure, reinforcement
 
 if TYPE_CHECKING:
@@ -156,18 +157,24 @@ def check_budgets(run: Run) -> None:
 async def call_model(run: Run, tool_names: list[str], choice: ToolChoice | None) -> ModelReply:
     run.turn += 1
     # Built by the runtime from checked parts: not re-validated (the history grows every turn).
-    request = ModelRequest.model_construct(
-        messages=list(run.messages),
-        tools=run.agent.registry.openai_tools(tool_names),
-        tool_choice=choice if tool_names else None,
-        max_tokens=run.config.max_output_tokens,
-        on_text=StreamWatch(run.on_text) if run.on_text is not None else None,
+    request = trusted(
+        ModelRequest,
+        {
+            "messages": list(run.messages),
+            "tools": run.agent.registry.openai_tools(tool_names),
+            "tool_choice": choice if tool_names else None,
+            "max_tokens": run.config.max_output_tokens,
+            "on_text": StreamWatch(run.on_text) if run.on_text is not None else None,
+        },
     )
     remaining = run.config.budgets.remaining_seconds(time.monotonic() - run.started)
     began = time.perf_counter()
     try:
-        async with asyncio.timeout(remaining):
+        if remaining is None:  # no time budget: no timer to arm
             reply = await run.agent.model.complete(request)
+        else:
+            async with asyncio.timeout(remaining):
+                reply = await run.agent.model.complete(request)
     except ChantInStream as cut:  # the stream was cut where it began to chant: that text is the reply
         # The usage never arrived; about 4 characters a token keeps the token budget honest.
         reply = ModelReply(text=cut.text, finish_reason="chant", usage=Usage(completion_tokens=len(cut.text) // 4))
@@ -198,7 +205,7 @@ def _charge(run: Run, attempts: int, usage: Usage) -> None:
 
 
 def model_event(run: Run, reply: ModelReply) -> Event:
-    return run.stamp(
+    return run.stamp.trusted(
         ModelCalled,
         turn=run.turn,
         model=reply.model or run.agent.model.name,
@@ -215,12 +222,12 @@ def model_event(run: Run, reply: ModelReply) -> Event:
 
 
 def verdict_event(run: Run, p: Proposal) -> Event:
-    return run.stamp(GuardVerdict, turn=run.turn, call_id=p.call.id, tool=p.call.name, **p.verdict_fields())
+    return run.stamp.trusted(GuardVerdict, turn=run.turn, call_id=p.call.id, tool=p.call.name, **p.verdict_fields())
 
 
 def finding_event(run: Run, finding: Finding) -> Event:
     action = {Rung.NUDGE: "nudged", Rung.NARROW: "narrowed", Rung.STOP: "stopped"}.get(finding.rung, "allowed")
-    return run.stamp(
+    return run.stamp(  # validated: a Finding may come from an application's own detector
         GuardVerdict,
         turn=run.turn,
         detector=finding.detector,

@@ -119,8 +119,12 @@ class Executor:
         """Attempt until a result is not retryable or the policy gives up (retry.py);
         deterministic failures return at once."""
         started = time.perf_counter()
+        first = await self._attempt(tool, arguments)
+        if not first.retryable:  # the common call: nothing to retry, no retrier to set up
+            return Execution(first, 1, (time.perf_counter() - started) * 1000)
         retrier = Retrier(self.retry, self.sleep, self.rng)
-        done = await retrier.run(lambda: self._attempt(tool, arguments), _wants_retry)
+        tried = (first, time.perf_counter() - started)
+        done = await retrier.run(lambda: self._attempt(tool, arguments), _wants_retry, tried=tried)
         wall_ms = (time.perf_counter() - started) * 1000
         result = _gave_up(done.outcome, done.attempts) if done.gave_up else done.outcome
         return Execution(result, done.attempts, wall_ms)

@@ -46,7 +46,7 @@ from .events import (
 )
 from .executor import Executor
 from .guard import build_detectors
-from .guard.fingerprint import args_hash
+from .guard.detector import Detector
 from .guard.ladder import Finding, Rung
 from .guard.monologue import PENDING_TERMINAL, open_work
 from .guard.novelty import novelty_of
@@ -91,6 +91,10 @@ class Run:
         self.novelty = novelty_of(self.state)
         self.repeats = RepeatGuard(self.config.ladder, self.novelty)
         self.detectors = build_detectors(agent.detectors, self.config.disabled_detectors)
+        self._hooked = {hook: _overriding(self.detectors, hook) for hook in ("on_calls", "on_results", "on_text")}
+        self._terminals = [  # a handoff is an option, not the way to finish
+            t.wire_name for t in agent.registry if t.terminal and not isinstance(t, HandoffTool)
+        ]
         self.approvals = ApprovalReview(agent.approvals, self.stamp, lambda: self.messages)
         roles = agent.principal.roles if agent.principal else None
         self.scope = Scope(agent.registry, roles, RunClock(agent.clock), agent.tool_search)
@@ -161,7 +165,7 @@ class Run:
             check_budgets(self)
             reply = await call_model(self, self._offered_now(), self._choice_now())
             yield model_event(self, reply)
-            async for event in self._on_text(reply):
+            for event in self._on_text(reply):
                 yield event
             if not reply.tool_calls and self._keep_working(reply):
                 continue
@@ -182,20 +186,21 @@ class Run:
         proposals = [self.checker.check(call, self.turn, offered) for call in reply.tool_calls]
         for p in proposals:
             self.totals.tool_calls_proposed += 1
-            yield self.stamp(
+            yield self.stamp.trusted(
                 ToolCallProposed,
                 turn=self.turn,
                 call_id=p.call.id,
                 tool=p.call.name,
                 arguments=p.arguments,
-                args_hash=args_hash(p.arguments),
+                args_hash=p.args_hash,
                 raw_arguments=p.call.arguments,
                 repaired=p.repair,
             )
             yield verdict_event(self, p)
         self._observe("on_calls", [p.record for p in proposals])
-        async for event in self.approvals.review(proposals, self.turn):
-            yield event
+        if self.approvals.needed(proposals):
+            async for event in self.approvals.review(proposals, self.turn):
+                yield event
         self.started += self.approvals.waited  # a person's time is not the run's time budget
         self.approvals.waited = 0.0
         if self.approvals.paused is not None:  # no one to ask in process: hand the run over
@@ -209,10 +214,11 @@ class Run:
         records = []
         for p in proposals:
             assert p.result is not None
-            self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": p.result.to_model_content()})
+            content = p.result.to_model_content()
+            self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": content})
             records.append(p.record)
             done = self.state.add(records[-1])
-            yield self.stamp(ToolCallFinished, turn=self.turn, checklist_done=done, **p.result_fields())
+            yield self.stamp.trusted(ToolCallFinished, turn=self.turn, checklist_done=done, **p.result_fields(content))
         self.novelty.observe_results(self.turn, records, self.state)
         self.repeats.settle(records)
         self._observe("on_results", records)
@@ -258,7 +264,7 @@ class Run:
     # -- findings: steer once, narrow, stop ----------------------------------------------------
 
     def _observe(self, hook: str, records: list[Any]) -> None:
-        for detector in self.detectors:
+        for detector in self._hooked[hook]:
             finding = getattr(detector, hook)(self.turn, records, self.state)
             if finding is not None:
                 self.turn_findings.append(finding)
@@ -289,28 +295,24 @@ class Run:
         else:
             self.narrowed |= set(finding.tools)
 
-    async def _on_text(self, reply: ModelReply) -> AsyncIterator[Event]:
+    def _on_text(self, reply: ModelReply) -> Iterator[Event]:
         """Text detectors see every reply; with calls, their findings wait for the turn's results."""
         self.turn_findings, self.text_flagged = [], False
         self.state.add_reply(self.turn, reply.text or "", len(reply.tool_calls), bool(self.last_offered))
-        self.state.data[PENDING_TERMINAL] = [  # a handoff is an option, not the way to finish
-            t.wire_name
-            for t in self.agent.registry
-            if t.terminal and not isinstance(t, HandoffTool) and t.wire_name in self.last_offered
-        ]
+        offered = self.last_offered
+        self.state.data[PENDING_TERMINAL] = [name for name in self._terminals if name in offered]
         if reply.text:
             self.novelty.observe_text(reply.text)
         if not reply.text and reply.tool_calls:
             return  # an empty reply with no call is still a reply that did nothing: detectors see it
-        for detector in self.detectors:
+        for detector in self._hooked["on_text"]:
             finding = detector.on_text(self.turn, reply.text or "", bool(self.last_offered), self.state)
             if finding is not None:
                 self.turn_findings.append(finding)
         if self.turn_findings and not reply.tool_calls:
             self.text_flagged = True  # not accepted as the answer: steer (or stop) and go on
             self.messages.append(reply.assistant_message())
-            for event in self._apply_findings():
-                yield event
+            yield from self._apply_findings()
 
     def _keep_working(self, reply: ModelReply) -> bool:
         """A text-only reply is no answer while text detectors object to it, or while work is
@@ -396,3 +398,9 @@ class Run:
         if self.handed_from is None:
             return self.totals
         return self.handed_from.totals_so_far().plus(self.totals)
+
+
+def _overriding(detectors: list[Detector], hook: str) -> list[Detector]:
+    """The detectors whose `hook` does something (the base class's hooks do nothing)."""
+    inert = getattr(Detector, hook)
+    return [d for d in detectors if hook in vars(d) or getattr(type(d), hook, None) is not inert]

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .executor import Execution, validate_arguments
-from .guard.fingerprint import fingerprint
+from .guard.fingerprint import canonical_json, hash_of_canonical
 from .guard.ladder import Finding, Rung
 from .guard.repeat import DETECTOR, RepeatDecision, RepeatGuard, repeat_notice
 from .models.arguments import parse_arguments
@@ -46,6 +46,12 @@ class Proposal:
     """An identical call earlier in the same turn: this one does not run, it gets that one's result."""
     repair: str | None = None
     """How the model's argument text was mended to be read (models.arguments), if it was."""
+    canonical: str = ""
+    """The canonical JSON of `arguments` (the fingerprint's tail), for `args_hash`."""
+
+    @property
+    def args_hash(self) -> str:
+        return hash_of_canonical(self.canonical)
 
     @property
     def runnable(self) -> bool:
@@ -116,7 +122,8 @@ class Proposal:
         edits = ", ".join(f"{name}={used!r} (proposed {old!r})" for name, (old, used) in self.changed.items())
         return f"allowed; set by code: {edits}"
 
-    def result_fields(self) -> dict[str, Any]:
+    def result_fields(self, content: str | None = None) -> dict[str, Any]:
+        """The `tool_call_finished` fields; `content` is the result's model content when known."""
         assert self.result is not None
         r = self.result
         return {
@@ -130,7 +137,7 @@ class Proposal:
             "executed": self.attempts > 0,
             "attempts": self.attempts,
             "duration_ms": self.duration_ms,
-            "preview": r.to_model_content()[:300],
+            "preview": (r.to_model_content() if content is None else content)[:300],
         }
 
     def finding(self, count: int, rung: Rung = Rung.STOP) -> Finding:
@@ -170,10 +177,11 @@ class ProposalChecker:
         validated = validate_arguments(tool, arguments) if tool is not None and parse_error is None else None
         if validated is not None and not isinstance(validated, ToolResult):
             arguments = normalised(validated)
-        fp = fingerprint(tool.qualified_name if tool else call.name, arguments)
+        canonical = canonical_json(arguments)
+        fp = f"{tool.qualified_name if tool else call.name}:{canonical}"  # guard.fingerprint.fingerprint
         decision = self.repeats.check(fp, tool, turn) if tool else self.repeats.check_unknown(fp, turn)
         p = Proposal(call, turn, arguments, fp, tool, decision, changed=prepared.changed if prepared else None)
-        p.repair = parsed.repair
+        p.repair, p.canonical = parsed.repair, canonical
         if decision.action == "stopped":
             p.result = ToolResult.failure(
                 "repeated_call",

@@ -123,15 +123,21 @@ class Retrier:
         attempt: Callable[[], Awaitable[T]],
         wants_retry: Callable[[T], Retry | None],
         on_retry: Callable[[T, int, float], None] | None = None,
+        tried: tuple[T, float] | None = None,
     ) -> Attempted[T]:
         """Attempt until `wants_retry` says no or the policy gives up. `on_retry(outcome,
-        attempt, delay)` is told before each wait."""
+        attempt, delay)` is told before each wait. `tried`: the outcome of a first attempt the
+        caller already made, and the seconds it took."""
         n, busy, waited = 0, 0.0, 0.0
         while True:
             n += 1
-            began = time.perf_counter()
-            outcome = await attempt()
-            busy += time.perf_counter() - began
+            if n == 1 and tried is not None:
+                outcome, took = tried
+                busy += took
+            else:
+                began = time.perf_counter()
+                outcome = await attempt()
+                busy += time.perf_counter() - began
             retry = wants_retry(outcome)
             if retry is None:
                 return Attempted(outcome, n, False, waited)

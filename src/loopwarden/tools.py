@@ -26,6 +26,10 @@ SideEffect = Literal["read", "write"]
 WIRE_NAMESPACE_SEP = "__"
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_content_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
 class ToolResult(BaseModel):
     """The structured outcome of one tool call; what the model sees."""
 
@@ -63,10 +67,13 @@ class ToolResult(BaseModel):
 
     def to_model_content(self) -> str:
         """The tool message content: compact JSON, only the fields that say something."""
-        payload = self.model_dump(exclude_none=True)
+        if type(self.data) in _SCALARS:  # what model_dump would give, without it
+            payload = {k: v for k, v in self.__dict__.items() if v is not None}
+        else:
+            payload = self.model_dump(exclude_none=True)
         if self.ok:
             payload.pop("retryable", None)
-        return json.dumps(payload, ensure_ascii=False, default=str)
+        return _content_json(payload)
 
 
 class ArgumentsAsGiven(BaseModel):

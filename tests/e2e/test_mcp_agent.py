@@ -1,13 +1,18 @@
 """An Agent running on a real MCP server's tools, end to end with a scripted model: a task done over
-stdio and over HTTP, 200 tools offered through tool search, a server dying mid-run, a loop over
-an MCP tool stopped by the ladder, a destructive tool pausing for approval, and a tool whose own
-name holds the wire separator `__`."""
+stdio and over HTTP, 200 tools offered through tool search (each one found and called), a server
+dying mid-run (stdio and HTTP), one turn's calls at once over one connection, a loop over an MCP
+tool stopped by the ladder, a destructive tool pausing for approval, and a tool whose own name
+holds the wire separator `__`."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
 import pytest
 
-from loopwarden import Agent, ConfigError, LoopConfig, ScriptedModel, call, tool
+from loopwarden import Agent, ConfigError, LoopConfig, ScriptedModel, Tool, ToolSearch, call, tool
 from loopwarden.events import ToolCallFinished
 from loopwarden.mcp_results import SERVER_GONE
 from loopwarden.mcptools import MCPTools
@@ -81,6 +86,34 @@ async def test_two_hundred_tools_reach_the_model_through_tool_search() -> None:
     assert result.status == "completed" and [e.ok for e in finished(result.events)] == [True, True]
 
 
+async def test_any_of_the_two_hundred_tools_can_be_searched_for_and_called() -> None:
+    """Each catalogue tool in turn: the model searches for what it does, is offered a bounded list
+    holding it, calls it, and the server answers."""
+    async with toolbox("--many", "200") as server:
+        catalogue = [t for t in server.tools if t.name.rsplit("_", 1)[-1].isdigit()]
+        assert len(catalogue) == 200
+        missed: list[str] = []
+        largest_offer = 0
+        for target in catalogue:
+
+            def reply(request: ModelRequest, target: Tool = target) -> ReplyLike:
+                results = sum(m.get("role") == "tool" for m in request.messages)
+                if results == 0:
+                    return call("search_tools", {"query": target.description})
+                if results == 1 and target.wire_name in offered_tool_names(request):
+                    return call(target.wire_name, {"query": "q"})
+                return "done"
+
+            model = FunctionModel(reply)
+            result = await Agent(model, [server]).run(f"use {target.name}")
+            largest_offer = max(largest_offer, *(len(r.tools) for r in model.requests))
+            calls = [e for e in finished(result.events) if e.tool == target.wire_name]
+            if not (calls and calls[0].ok and f"{target.name}: 0 records" in (calls[0].preview or "")):
+                missed.append(target.name)
+    assert missed == []
+    assert largest_offer <= 1 + ToolSearch().max_discovered  # search_tools and what it found, never 208
+
+
 async def test_a_few_server_tools_are_offered_as_they_are_and_an_unopened_server_is_refused() -> None:
     async with toolbox() as server:
         model = ScriptedModel([call("toolbox__get_weather", {"city": "Oslo"}), "rain"])
@@ -92,16 +125,40 @@ async def test_a_few_server_tools_are_offered_as_they_are_and_an_unopened_server
         Agent(ScriptedModel(["-"]), [toolbox()])
 
 
-async def test_a_server_dying_mid_run_gives_the_model_a_clear_error_and_the_run_ends_cleanly() -> None:
-    async with toolbox(timeout=60.0) as server:
+@asynccontextmanager
+async def opened(transport: str, **options: Any) -> AsyncIterator[MCPTools]:
+    """The toolbox server, open, over stdio or over streamable HTTP on 127.0.0.1."""
+    if transport == "stdio":
+        async with toolbox(**options) as server:
+            yield server
+        return
+    with toolbox_http() as url:
+        async with MCPTools.http(url, **options) as server:
+            yield server
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_server_dying_mid_run_gives_the_model_a_clear_error_and_the_run_ends_cleanly(transport: str) -> None:
+    async with opened(transport, timeout=3600.0) as server:  # only seeing the server go can end the call
         model = ScriptedModel(
             [call("toolbox__crash"), call("toolbox__get_weather", {"city": "Oslo"}), "The weather service is down."]
         )
-        result = await Agent(model, server.tools).run("Weather in Oslo?")
+        result = await Agent(model, [server]).run("Weather in Oslo?")
     assert result.status == "completed" and result.output == "The weather service is down."
     crashed, after = finished(result.events)
     assert (crashed.ok, crashed.error_type, after.error_type) == (False, SERVER_GONE, SERVER_GONE)
     assert result.totals.tool_executions == 2  # not retried: the server is gone
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_calls_of_one_turn_run_at_once_over_one_connection(transport: str) -> None:
+    async with opened(transport) as server:
+        cities = ["Oslo", "Rome", "Lima"]
+        model = ScriptedModel([[call("toolbox__get_weather", {"city": c}) for c in cities], "Rain everywhere."])
+        result = await Agent(model, [server]).run("Weather in Oslo, Rome and Lima?")
+    done = finished(result.events)
+    assert [d.ok for d in done] == [True] * 3 and result.totals.tool_executions == 3
+    assert [c in (d.preview or "") for c, d in zip(cities, done, strict=True)] == [True] * 3  # in proposal order
 
 
 async def test_a_loop_over_an_mcp_tool_is_stopped_by_the_ladder() -> None:

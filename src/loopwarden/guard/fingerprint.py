@@ -32,10 +32,17 @@ def _canonical(value: Any) -> Any:
     return f"<{type(value).__qualname__}:{value!r}>"
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})
+"""Value types JSON spells one way already: a flat object of these needs no rewriting."""
+_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+
+
 def canonical_json(arguments: Any) -> str:
     """Canonical JSON of arguments; unserialisable values fall back to a stable repr."""
     try:
-        return json.dumps(_canonical(arguments), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        if type(arguments) is dict and all(type(k) is str and type(v) in _PLAIN for k, v in arguments.items()):
+            return _encode(arguments)  # the common call: a flat object of strings and integers
+        return _encode(_canonical(arguments))
     except (TypeError, ValueError, RecursionError):
         return json.dumps(repr(arguments))
 
@@ -47,4 +54,9 @@ def fingerprint(tool_name: str, arguments: Any) -> str:
 
 def args_hash(arguments: Any) -> str:
     """A short stable hash of the arguments, for events and traces."""
-    return hashlib.sha256(canonical_json(arguments).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return hash_of_canonical(canonical_json(arguments))
+
+
+def hash_of_canonical(canonical: str) -> str:
+    """`args_hash` of arguments whose canonical JSON is already known (a fingerprint's tail)."""
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]

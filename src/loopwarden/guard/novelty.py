@@ -55,6 +55,9 @@ def _strip_volatile(value: Any) -> Any:
     return value
 
 
+_digest_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
+
+
 def content_hash(result: ToolResult) -> str:
     """A hash of what a result says, without the parts that change on every call."""
     payload = {
@@ -63,7 +66,7 @@ def content_hash(result: ToolResult) -> str:
         "message": _strip_volatile(result.message),
         "data": _strip_volatile(result.data),
     }
-    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    text = _digest_json(payload)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

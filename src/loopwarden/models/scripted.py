@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from itertools import count
 from typing import Any
 
+from ..trusted import trusted
 from .base import ModelError, ModelReply, ModelRequest, ToolCall, Usage
 
 ReplyLike = ModelReply | str | ToolCall | list[ToolCall] | Exception
@@ -26,11 +27,11 @@ def call(name: str, arguments: dict[str, Any] | str | None = None, *, id: str | 
 def as_reply(item: ReplyLike, usage: Usage | None = None) -> ModelReply:
     if isinstance(item, ModelReply):
         return item
-    usage = usage or Usage(prompt_tokens=10, completion_tokens=5)
+    usage = usage or trusted(Usage, {"prompt_tokens": 10, "completion_tokens": 5})
     if isinstance(item, str):
-        return ModelReply(text=item, usage=usage, finish_reason="stop")
+        return trusted(ModelReply, {"text": item, "usage": usage, "finish_reason": "stop"})
     if isinstance(item, ToolCall):
-        return ModelReply(tool_calls=[_fresh_id(item)], usage=usage, finish_reason="tool_calls")
+        return trusted(ModelReply, {"tool_calls": [_fresh_id(item)], "usage": usage, "finish_reason": "tool_calls"})
     if isinstance(item, list):
         return ModelReply(tool_calls=[_fresh_id(c) for c in item], usage=usage, finish_reason="tool_calls")
     raise TypeError(f"cannot turn {type(item).__name__} into a model reply")
@@ -46,7 +47,10 @@ def streamed(reply: ModelReply, request: ModelRequest) -> ModelReply:
 
 def _fresh_id(tool_call: ToolCall) -> ToolCall:
     # A script may reuse one ToolCall object many times; each proposal needs its own id.
-    return tool_call.model_copy(update={"id": f"call_{next(_call_ids)}"})
+    fresh = f"call_{next(_call_ids)}"
+    if type(tool_call) is not ToolCall:
+        return tool_call.model_copy(update={"id": fresh})
+    return trusted(ToolCall, {"id": fresh, "name": tool_call.name, "arguments": tool_call.arguments})
 
 
 class ScriptedModel:
@@ -76,18 +80,26 @@ ReplyFunction = Callable[[ModelRequest], ReplyLike | Awaitable[ReplyLike]]
 
 
 class FunctionModel:
-    """A function of the request decides the reply (sync or async)."""
+    """A function of the request decides the reply (sync or async). Every request is kept in
+    `requests` unless `keep_requests=False` (then only counted: a long run's requests each hold
+    a copy of the history)."""
 
-    def __init__(self, function: ReplyFunction, *, name: str = "function", usage: Usage | None = None):
+    def __init__(
+        self, function: ReplyFunction, *, name: str = "function", usage: Usage | None = None, keep_requests: bool = True
+    ):
         self.name = name
         self._function = function
         self._usage = usage
+        self._keep = keep_requests
+        self._calls = 0
         self.requests: list[ModelRequest] = []
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        self.requests.append(request)
+        self._calls += 1
+        if self._keep:
+            self.requests.append(request)
         item = self._function(request)
-        if inspect.isawaitable(item):
+        if not isinstance(item, _READY) and inspect.isawaitable(item):
             item = await item
         if isinstance(item, Exception):
             raise item
@@ -95,7 +107,11 @@ class FunctionModel:
 
     @property
     def calls(self) -> int:
-        return len(self.requests)
+        return self._calls
+
+
+_READY = (str, ToolCall, ModelReply, list)
+"""Replies a function returns as they are (anything else may be awaitable)."""
 
 
 def offered_tool_names(request: ModelRequest) -> list[str]:

@@ -1,0 +1,94 @@
+"""Building pydantic models on the hot path from values the runtime itself made.
+
+`trusted(cls, values)` makes the instance validation would make from values of the right types
+(field order, defaults, default factories, fields-set) at a fraction of the cost: no value is
+checked or coerced, so it is for code that builds from checked parts only (the loop's per-step
+events, the replies of the scripted models). A misspelt or missing field still raises at once:
+then it validates, which raises pydantic's own `ValidationError` naming the field. Classes it
+cannot build faithfully (aliases, validators that change data, extra fields allowed, private
+attributes, a mutable default) are always validated.
+
+tests/test_events.py validates every event of real runs again from its JSON and compares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+M = TypeVar("M", bound=BaseModel)
+
+_IMMUTABLE = (str, int, float, bool, bytes, tuple, frozenset, type(None))
+_set = object.__setattr__
+
+
+class _Plan:
+    __slots__ = ("defaults", "factories", "names", "required")
+
+    def __init__(
+        self,
+        names: frozenset[str],
+        required: frozenset[str],
+        defaults: dict[str, Any],
+        factories: tuple[tuple[str, Callable[[], Any]], ...],
+    ) -> None:
+        self.names, self.required, self.defaults, self.factories = names, required, defaults, factories
+
+
+_plans: dict[type[BaseModel], _Plan | None] = {}
+
+
+def _plan(cls: type[BaseModel]) -> _Plan | None:
+    config = cls.model_config
+    if (
+        cls.__pydantic_root_model__
+        or cls.__pydantic_post_init__
+        or cls.__private_attributes__
+        or config.get("extra") == "allow"
+        or config.get("validate_default")
+        or cls.__pydantic_decorators__.model_validators
+        or cls.__pydantic_decorators__.field_validators
+    ):
+        return None
+    defaults: dict[str, Any] = {}
+    factories: list[tuple[str, Callable[[], Any]]] = []
+    required: set[str] = set()
+    for name, field in cls.model_fields.items():
+        if field.alias not in (None, name) or field.validation_alias not in (None, name) or field.validate_default:
+            return None
+        defaults[name] = None  # a place in field order; every one is filled below or by the values
+        if field.is_required():
+            required.add(name)
+        elif field.default_factory is not None:
+            if field.default_factory_takes_validated_data:
+                return None
+            factories.append((name, field.default_factory))  # type: ignore[arg-type]
+        elif isinstance(field.default, _IMMUTABLE):
+            defaults[name] = field.default
+        else:
+            return None
+    return _Plan(frozenset(defaults), frozenset(required), defaults, tuple(factories))
+
+
+def trusted(cls: type[M], values: dict[str, Any]) -> M:
+    """An instance of `cls` from `values` of the right types, unchecked (see the module)."""
+    try:
+        plan = _plans[cls]
+    except KeyError:
+        plan = _plans[cls] = _plan(cls)
+    keys = values.keys()
+    if plan is None or not (plan.required <= keys <= plan.names):
+        return cls(**values)  # validation: the error names the misspelt or missing field
+    data = dict(plan.defaults)
+    data.update(values)  # keys already in place keep field order
+    for name, factory in plan.factories:
+        if name not in values:
+            data[name] = factory()
+    instance = cls.__new__(cls)
+    _set(instance, "__dict__", data)
+    _set(instance, "__pydantic_fields_set__", set(keys))
+    _set(instance, "__pydantic_extra__", None)
+    _set(instance, "__pydantic_private__", None)
+    return instance
