@@ -310,7 +310,8 @@ def main() -> int:
     speed = overhead_table(asyncio.run(overhead(frameworks)))
     block = (
         f"{table(pairs)}\n\n{speed}\n\n_Guarded runs that needed more than one model call more than loopwarden's own:"
-        f" {len(far)} of {len(pairs)}. Same scripted model and tools in every run; {versions()}._\n"
+        f" {len(far)} of {len(pairs)}. Same scripted model and tools in every run; time per step alone and guarded"
+        f" interleaved on a shared 2-core machine (ratios move by tens of percent from run to run); {versions()}._\n"
     )
     print(block)
     if "--readme" in sys.argv:

@@ -65,5 +65,5 @@ def test_tool_search_loads_bm25s_when_a_run_first_searches() -> None:
 def test_the_command_table_loads_no_command_module() -> None:
     loaded = modules_after("from loopwarden.cli import build_app\nbuild_app()")
     assert top_level(loaded).isdisjoint(HEAVY), sorted(top_level(loaded) & set(HEAVY))
-    parts = {"loopwarden.report", "loopwarden.server", "loopwarden.eval", "loopwarden.examples"}
+    parts = {"loopwarden.report", "loopwarden.server", "loopwarden.eval", "loopwarden.examples", "loopwarden.desktop"}
     assert "loopwarden.cli" in loaded and not parts & loaded, sorted(parts & loaded)

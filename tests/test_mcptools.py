@@ -114,6 +114,12 @@ async def test_a_stdio_server_starts_when_this_process_has_no_real_stderr(monkey
         assert (await server.call("get_weather", {"city": "Oslo"})).ok
 
 
+async def test_a_server_that_exits_at_start_is_a_connection_error_at_once() -> None:
+    exits = MCPTools.stdio(sys.executable, ["-c", "import sys; sys.exit(1)"], timeout=3600.0, connect_timeout=3600.0)
+    with pytest.raises(MCPConnectionError, match="failed to start"):  # the closed pipe, not a limit, ends it
+        await exits.open()
+
+
 async def test_a_server_that_cannot_start_raises_a_connection_error() -> None:
     with pytest.raises(MCPConnectionError):
         await MCPTools.stdio("/nonexistent/mcp-server", connect_timeout=30).open()

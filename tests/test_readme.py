@@ -1,5 +1,6 @@
 """Every code block of the README, as written: Python blocks run (and pass `mypy --strict`), shell
-blocks name commands, options, files and extras that exist, the YAML block is an eval case."""
+blocks name commands, options, files and extras that exist, the YAML block is an eval case, the
+text block is what `loopwarden proxy` prints for the scenario it describes."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ PRINTS = {
 
 
 def test_every_block_has_a_kind_this_module_checks() -> None:
-    assert {b.lang for b in BLOCKS} <= {"python", "bash", "yaml"}, [str(b) for b in BLOCKS]
+    assert {b.lang for b in BLOCKS} <= {"python", "bash", "yaml", "text"}, [str(b) for b in BLOCKS]
     assert len(PYTHON) == len(PRINTS) and all(any(key in b.code for b in PYTHON) for key in PRINTS)
 
 
@@ -114,6 +115,16 @@ def test_the_yaml_block_is_the_case_test_eval_runs() -> None:
     assert text.split("A case is one YAML file:", 1)[1].split("```yaml", 1)[1].split("```", 1)[0] == "\n" + block.code
 
 
+def test_the_proxy_sample_is_what_the_proxy_prints() -> None:
+    """The proxy's decisions for a coding agent whose model keeps reading one file, as the README
+    shows them (times aside): a real `loopwarden proxy` process, the `openai` SDK as the agent."""
+    from proxykit import decisions_printed_for_a_coding_agent
+
+    (block,) = [b for b in BLOCKS if b.lang == "text"]
+    shown = [re.sub(r"^\d\d:\d\d:\d\d ", "", line) for line in block.code.splitlines()]
+    assert decisions_printed_for_a_coding_agent() == shown
+
+
 # -- shell blocks ------------------------------------------------------------------------------------
 
 APP = typer.main.get_command(build_app())
@@ -161,10 +172,27 @@ def _check(command: list[str]) -> None:
         assert command[1] == USERS_SCRIPT or (ROOT / command[1]).is_file(), command
     elif name == "pip":
         for word in command:
-            if match := re.fullmatch(r"(?:-e )?\.\[(.+)\]", word):
+            if match := re.fullmatch(r"(?:-e )?(?:\.|loopwarden)\[(.+)\]", word):
                 assert set(match.group(1).split(",")) <= EXTRAS, word
+    elif name == "apt-get":
+        packages = {word for word in command[2:] if not word.startswith("-")}
+        assert command[1] == "install" and packages <= _ci_apt_packages(), packages - _ci_apt_packages()
     else:
         assert name in ("export",), f"a command this test does not know: {command}"
+
+
+def _ci_apt_packages(name: str = "*") -> set[str]:
+    """The Debian packages `.ci/run` installs (one per line, `#` comments)."""
+    words = set()
+    for path in (ROOT / ".ci" / "apt").glob(f"{name}.txt"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            words.update(line.split("#", 1)[0].split())
+    return words
+
+
+def test_the_desktop_apps_debian_packages_are_those_ci_installs() -> None:
+    (line,) = [c for b in SHELL for c in _commands(b) if c[0] == "apt-get" and "libxcb-cursor0" in c]
+    assert {word for word in line[2:] if not word.startswith("-")} == _ci_apt_packages("app")
 
 
 @pytest.mark.parametrize("block", SHELL, ids=str)

@@ -27,6 +27,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Explore a data folder and write the report (report.tex, report.pdf, report.md).",
     ),
     "serve": ("loopwarden.server.cli", "Serve report runs over HTTP: API, live events (SSE) and a web page."),
+    "app": (
+        "loopwarden.desktop.cli",
+        "Open the report service in a native window (the app extra): pick a folder, run, read the PDF.",
+    ),
     "worker": (
         "loopwarden.durable.cli",
         "Run durable runs from the queue shared through LOOPWARDEN_DATABASE_URL (postgresql://...).",

@@ -2,8 +2,9 @@
 while its writing stage waits on the model, and start it again: the run resumes from its recorded
 steps and ends with the events of a run nobody interrupted. The model is a real HTTP server
 (OpenAI Chat Completions, scripted, answering from the conversation alone) that records every
-request: after the restart it receives none of the exploration's or the drafts' requests again,
-only the review request that was in flight at the kill."""
+request: after the restart it receives none of the exploration's, the image readings' (a vision
+model called from inside a tool that reruns on recovery) or the drafts' requests again, only the
+review request that was in flight at the kill."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import pytest
 
 from durable_kit import comparable, finished, serve, stored_events, submit, wait_for
 from openai_server import Reply, ScriptedServer, completion, tool_call, usage
-from reportkit import make_folder
+from reportkit import make_folder, write_png
 
 pytest.importorskip("dbos", reason="the durable extra is not installed")
 
@@ -30,17 +31,15 @@ DRAFT = (
     "\\documentclass{article}\n\\begin{document}\n\\section{Results}\n"
     "Soil temperature in field\\_scan.csv ranges from 11.9 to 13.1 C.\n\\end{document}\n"
 )
-EXPLORE = [
-    ("read_file", {"path": "field_scan.csv"}),
-    ("read_file", {"path": "protocol.md"}),
-    (
-        "finish_exploration",
-        {
-            "experiment": "Soil field scan",
-            "goal": "Characterise soil temperature across sites",
-            "key_findings": ["Soil temperature (field_scan.csv, soil_temp_c) ranges from 11.9 to 13.1 C"],
-        },
-    ),
+FINISH = {
+    "experiment": "Soil field scan",
+    "goal": "Characterise soil temperature across sites",
+    "key_findings": ["Soil temperature (field_scan.csv, soil_temp_c) ranges from 11.9 to 13.1 C"],
+}
+EXPLORE = [  # one turn each; the first has three calls, run side by side, two asking the vision model
+    [("read_file", {"path": "field_scan.csv"}), ("read_image", {"path": "a.png"}), ("read_image", {"path": "b.png"})],
+    [("read_file", {"path": "protocol.md"})],
+    [("finish_exploration", FINISH)],
 ]
 
 
@@ -60,10 +59,14 @@ class ScriptedModel:
     def __call__(self, body: dict[str, Any]) -> Reply:
         messages = body["messages"]
         answered = sum(1 for m in messages if m.get("role") == "assistant")
-        if body.get("tools"):  # the exploration: read the two files, then finish
-            name, arguments = EXPLORE[min(answered, len(EXPLORE) - 1)]
-            call = tool_call(name, arguments, id=f"call_{answered + 1}")
-            return Reply(body=completion(None, [call], model=MODEL, usage_=usage(400, 30)))
+        if body.get("tools"):  # the exploration: read the files and images, then finish
+            turn = EXPLORE[min(answered, len(EXPLORE) - 1)]
+            calls = [tool_call(name, args, id=f"call_{answered + 1}_{i}") for i, (name, args) in enumerate(turn)]
+            return Reply(body=completion(None, calls, model=MODEL, usage_=usage(400, 30)))
+        if isinstance(messages[0]["content"], list):  # the vision model: say which image it was shown
+            image = messages[0]["content"][1]["image_url"]["url"]
+            seen = hashlib.sha256(image.encode()).hexdigest()[:8]
+            return Reply(body=completion(f"a bar chart, image {seen}", model=MODEL, usage_=usage(500, 20)))
         if "You review" in str(messages[0].get("content")):
             if self.hold.is_set():
                 self.held.append(digest(body))
@@ -78,6 +81,8 @@ def test_a_report_killed_while_writing_resumes_without_asking_the_model_again(tm
     allowed, state = tmp_path / "allowed", tmp_path / "state"
     for name in ("killed", "calm"):
         make_folder(allowed / name)
+        write_png(allowed / name / "data" / "a.png")
+        (allowed / name / "data" / "b.png").write_bytes(_other_png())
     model = ScriptedModel()
     model.hold.set()
 
@@ -106,8 +111,8 @@ def test_a_report_killed_while_writing_resumes_without_asking_the_model_again(tm
     assert [e["seq"] for e in resumed] == list(range(1, len(resumed) + 1))
     in_flight = model.held[0]
     assert before_restart[-1] == in_flight
-    # Before the kill: 3 exploration turns, 2 drafts (one rejected), the review that was running.
-    assert len(before_restart) == 6 and len(set(before_restart)) == 6
+    # Before the kill: 3 exploration turns, 2 images read, 2 drafts (one rejected), the review running.
+    assert len(before_restart) == 8 and len(set(before_restart)) == 8
     # After it: the review again (no reply was recorded for it), and nothing the first process was answered.
     assert after_restart[0] == in_flight
     assert not set(after_restart[1:]) & set(before_restart), "a model call answered before the kill was repeated"
@@ -121,3 +126,19 @@ def test_a_report_killed_while_writing_resumes_without_asking_the_model_again(tm
     assert same(resumed, "killed") == same(uninterrupted, "calm")
     stages = [(e["stage"], e["state"]) for e in resumed if e["type"] == "milestone"]
     assert ("draft", "done") in stages and ("reflect", "done") in stages
+
+
+def _other_png() -> bytes:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([1, 2, 3], [3, 1, 2])
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()

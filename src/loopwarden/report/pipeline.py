@@ -92,6 +92,9 @@ async def run_report(
             message = f"internal error: {type(error).__name__}: {error}"
             yield _logged(log, _finished(ctx, started, "failed", message, reason="internal_error"))
             return
+        if not config.data_dir.is_dir():  # deleted or unmounted while the run went on
+            ctx.notes.append("the data folder vanished during the run: the report holds only what was read before")
+            ctx.stop_reasons.append("data_folder_vanished")
         yield _logged(log, _finished(ctx, started, *ctx.final_status()))
 
 

@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         except InsecureBinding as error:
             typer.echo(f"error: {error}", err=True)
             raise typer.Exit(2) from error
-        lock = _lock_state_dir(state_dir)
+        lock = lock_state_dir(state_dir)
         if lock is None:
             typer.echo(f"error: another loopwarden server is using {state_dir}", err=True)
             raise typer.Exit(2)
@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
         uvicorn.run(application, host=host, port=port, log_level="warning")
 
 
-def _lock_state_dir(state_dir: Path) -> IO[bytes] | None:
+def lock_state_dir(state_dir: Path) -> IO[bytes] | None:
     """Hold an exclusive lock on the state folder for the life of the process: a second server on
     the same store would mark the first one's live runs `interrupted` at its start. The kernel
     drops the lock when the process dies, even by SIGKILL, so a restart after a crash proceeds."""

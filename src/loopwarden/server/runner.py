@@ -114,6 +114,15 @@ class Runner:
         task.cancel()
         return True
 
+    async def cancel_all(self) -> list[str]:
+        """Cancel every run executing or queued here, as a cancel request would (each ends
+        `cancelled` with its events kept), and wait until they have ended. Returns their ids."""
+        running = dict(self._tasks)
+        for task in running.values():
+            task.cancel()
+        await asyncio.gather(*running.values(), return_exceptions=True)
+        return list(running)
+
     async def shutdown(self) -> None:
         """On server shutdown, runs still here end as `interrupted` (not `cancelled`: nobody asked),
         with their events kept, exactly as after a crash."""
