@@ -15,7 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +158,7 @@ class _ProxyState:
         if not extra:
             return policy
         names = frozenset(n.strip() for n in extra.split(",") if n.strip())
-        return WirePolicy(policy.config, policy.terminal_tools | names, policy.repeatable_tools, policy.write_tools)
+        return replace(policy, terminal_tools=policy.terminal_tools | names)
 
     async def _complete(
         self, body: dict[str, Any], conversation: Conversation, policy: WirePolicy, run_id: str, headers: dict[str, str]
