@@ -289,3 +289,32 @@ def test_a_handoff_to_a_wrapped_agent_gets_that_agent_its_own_guard_session() ->
     assert files.reads == ["a.txt"] and script.seen[0].tools == ["read_file"]  # the reader's tools all offered
     summary = guard.summary(result)
     assert summary is not None and summary["stop_reason"] == "repeated_call", summary
+
+
+def test_wrap_says_what_it_takes() -> None:
+    with pytest.raises(TypeError, match=r"takes an agents\.Agent"):
+        LoopwardenGuard().wrap("not an agent")  # type: ignore[arg-type]
+
+
+def test_a_model_call_the_sdk_retries_keeps_the_guard_turn() -> None:
+    from agents import ModelSettings
+    from agents.retry import ModelRetrySettings
+
+    calls = {"n": 0}
+
+    def flaky(call: ModelCall) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise ConnectionError("the connection dropped")
+        if calls["n"] > 3:
+            return [assistant_message("read")]
+        return [function_call("read_file", {"path": f"{calls['n']}.txt"}, call_id=f"r{calls['n']}")]
+
+    files, guard = Files(), LoopwardenGuard()
+    settings = ModelSettings(retry=ModelRetrySettings(max_retries=2, policy=lambda context: True))
+    model = ScriptedModel([ModelStep.respond(flaky) for _ in range(6)])
+    agent = guard.wrap(Agent(name="r", model=model, tools=files.tools()[:1], model_settings=settings))
+    result = asyncio.run(Runner.run(agent, "Read"))
+    assert result.final_output == "read" and files.reads == ["1.txt", "3.txt"]
+    summary = guard.summary(result)
+    assert summary is not None and summary["status"] == "completed"

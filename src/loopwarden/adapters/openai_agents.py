@@ -92,6 +92,8 @@ class LoopwardenGuard:
 
     def wrap(self, agent: Agent[Any]) -> Agent[Any]:
         """A clone of `agent` run under the guard: its model wrapped, its function tools guarded."""
+        if not isinstance(agent, Agent):
+            raise TypeError(f"LoopwardenGuard.wrap() takes an agents.Agent, not {type(agent).__name__}")
         model = agent.model if isinstance(agent.model, Model) else None
         name = agent.model if isinstance(agent.model, str) else None
         tools = [self._guarded_tool(t) if isinstance(t, FunctionTool) else t for t in agent.tools]
@@ -298,6 +300,9 @@ class LoopwardenModel(Model):
             response = ModelResponse(output=[_message(outcome.text)], usage=usage, response_id=None)
         self.guard._note(bridge, response)
         return response, isinstance(outcome, Keep)
+
+    def get_retry_advice(self, request: Any) -> Any:
+        return self.model.get_retry_advice(request)  # the SDK retries a failed call: the guard's turn waits
 
     async def _cleanup_on_run_end(self, owner: object) -> None:
         """The SDK's call when a run ends, however it ended (an answer, `max_turns`, an error):
