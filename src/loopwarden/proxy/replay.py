@@ -322,7 +322,14 @@ def forward_body(body: dict[str, Any], conversation: Conversation, request: Mode
         out["tools"] = kept
     if isinstance(request.tool_choice, dict) or request.tool_choice in ("required", "none"):
         out["tool_choice"] = request.tool_choice
+    elif _forced_name(body.get("tool_choice")) not in (None, *offered):
+        out["tool_choice"] = "auto"  # the client forces a tool the guard narrowed away: not any more
     return out
+
+
+def _forced_name(choice: Any) -> str | None:
+    function = choice.get("function") if isinstance(choice, dict) else None
+    return str(function.get("name")) if isinstance(function, dict) else None
 
 
 def merge_messages(conversation: Conversation, run_messages: list[Message]) -> list[Message]:
