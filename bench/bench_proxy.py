@@ -4,7 +4,9 @@ conversations of TURNS tool turns each. Two proxies are measured: as shipped (ea
 the run its conversation's previous request paused, proxy/resume.py) and with `--resume-cache 0`
 (each request replays the whole task), so the cost of the replay shows in the same run. Upstream,
 proxies and clients are separate processes on 127.0.0.1; the paths take turns in each round so
-drift in the machine's speed hits all of them.
+drift in the machine's speed hits all of them. On a shared machine the latencies move with its load;
+the CPU time each proxy process spends per request (from /proc) does not, and is printed too, as a
+ratio to the upstream's own CPU per request.
 
     python bench/bench_proxy.py [--conversations 1 50] [--rounds 3] [--turns 10]
 """
@@ -99,6 +101,15 @@ async def round_(base: str, conversations: int) -> tuple[list[float], list[float
     return latencies, firsts
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))] * 1000
@@ -121,11 +132,13 @@ def main() -> None:
     proxy_args = [sys.executable, "-m", "loopwarden.cli", "proxy", "--upstream", f"http://127.0.0.1:{up_port}/v1"]
     paths = {"direct": f"http://127.0.0.1:{up_port}/v1"}
     processes = [upstream]
+    pids = {"direct": upstream.pid}
     try:
         for name, extra in (("proxy", []), ("proxy, full replay", ["--resume-cache", "0"])):
             port = free_port()
-            processes.append(start([*proxy_args, "--port", str(port), *extra], port, env))
+            processes.append(start([*proxy_args, "--port", str(port), *extra, "--quiet"], port, env))
             paths[name] = f"http://127.0.0.1:{port}/v1"
+            pids[name] = processes[-1].pid
         print("| conversations | figure | path | p50 | p50 / direct | p99 | p99 / direct |")
         print("|---|---|---|---|---|---|---|")
         for n in options.conversations:
@@ -133,17 +146,27 @@ def main() -> None:
                 asyncio.run(round_(base, n))
             latency: dict[str, list[float]] = {name: [] for name in paths}
             first: dict[str, list[float]] = {name: [] for name in paths}
+            cpu: dict[str, float] = dict.fromkeys(paths, 0.0)  # the process's own CPU over its path's rounds
+            upstream_cpu = 0.0  # the upstream's CPU over every path's rounds
             for _ in range(options.rounds):
                 for name, base in paths.items():
+                    before, up_before = cpu_seconds(pids[name]), cpu_seconds(upstream.pid)
                     lat, firsts = asyncio.run(round_(base, n))
+                    cpu[name] += cpu_seconds(pids[name]) - before
+                    upstream_cpu += cpu_seconds(upstream.pid) - up_before
                     latency[name] += lat
                     first[name] += firsts
             for figure, values in (("request latency", latency), ("time to first byte", first)):
                 for name in paths:
                     print(row(n, figure, name, values[name], values["direct"]))
+            upstream_per_request = upstream_cpu / sum(len(latency[name]) for name in paths)
             for name in list(paths)[1:]:
                 added = statistics.median(latency[name]) - statistics.median(latency["direct"])
                 print(f"| {n} | added per request (median) | {name} | {added * 1000:.1f} ms | | | |")
+            for name in list(paths)[1:]:
+                own = cpu[name] / len(latency[name])
+                ratio = f"{own / upstream_per_request:.2f}x the upstream's" if upstream_per_request else ""
+                print(f"| {n} | proxy CPU per request | {name} | {own * 1000:.2f} ms | {ratio} | | |")
         requests = len(latency["direct"])
         print(
             f"\n_{requests} requests per path at the last concurrency level; {options.turns} tool turns"

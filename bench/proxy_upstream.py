@@ -62,4 +62,5 @@ async def models(request: Request) -> Response:
 app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]), Route("/v1/models", models)])
 
 if __name__ == "__main__":
-    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    # keep-alive longer than the client pool's (httpx: 5 s), as `loopwarden proxy` does
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", timeout_keep_alive=75)

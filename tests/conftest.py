@@ -41,6 +41,7 @@ SLOW_FILES = (
     "test_report_tex_containment.py",
     "test_report_pdf_descriptions.py",
     "test_report_statistics_hostile.py",
+    "test_report_attribute_names.py",
 )
 
 

@@ -275,3 +275,46 @@ def test_concurrent_runs_of_one_guard_are_kept_apart() -> None:
     assert stuck_summary["stop_reason"] == "repeated_call" and stuck_files.reads == ["a.txt"]
     assert healthy_summary["status"] == "completed" and healthy_summary["detectors"] == []
     assert len(healthy_files.reads) == 8 and healthy_result.final_output == "All parts read."
+
+
+def test_a_handoff_to_a_wrapped_agent_gets_that_agent_its_own_guard_session() -> None:
+    def triage(call: ModelCall) -> Any:
+        return [function_call("transfer_to_reader", {}, call_id="t1")]
+
+    files, script, guard = Files(), Script(stuck), LoopwardenGuard()
+    reader = guard.wrap(Agent(name="reader", model=script.model(), tools=files.tools()[:1]))
+    front = guard.wrap(Agent(name="triage", model=ScriptedModel([ModelStep.respond(triage)]), handoffs=[reader]))
+    result = asyncio.run(Runner.run(front, "Summarise a.txt", max_turns=30))
+    assert result.last_agent.name == "reader"
+    assert files.reads == ["a.txt"] and script.seen[0].tools == ["read_file"]  # the reader's tools all offered
+    summary = guard.summary(result)
+    assert summary is not None and summary["stop_reason"] == "repeated_call", summary
+
+
+def test_wrap_says_what_it_takes() -> None:
+    with pytest.raises(TypeError, match=r"takes an agents\.Agent"):
+        LoopwardenGuard().wrap("not an agent")  # type: ignore[arg-type]
+
+
+def test_a_model_call_the_sdk_retries_keeps_the_guard_turn() -> None:
+    from agents import ModelSettings
+    from agents.retry import ModelRetrySettings
+
+    calls = {"n": 0}
+
+    def flaky(call: ModelCall) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise ConnectionError("the connection dropped")
+        if calls["n"] > 3:
+            return [assistant_message("read")]
+        return [function_call("read_file", {"path": f"{calls['n']}.txt"}, call_id=f"r{calls['n']}")]
+
+    files, guard = Files(), LoopwardenGuard()
+    settings = ModelSettings(retry=ModelRetrySettings(max_retries=2, policy=lambda context: True))
+    model = ScriptedModel([ModelStep.respond(flaky) for _ in range(6)])
+    agent = guard.wrap(Agent(name="r", model=model, tools=files.tools()[:1], model_settings=settings))
+    result = asyncio.run(Runner.run(agent, "Read"))
+    assert result.final_output == "read" and files.reads == ["1.txt", "3.txt"]
+    summary = guard.summary(result)
+    assert summary is not None and summary["status"] == "completed"

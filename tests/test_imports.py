@@ -40,6 +40,17 @@ def test_import_loopwarden_loads_no_heavy_dependency() -> None:
     assert loaded.isdisjoint(HEAVY), sorted(loaded & set(HEAVY))
 
 
+def test_import_loopwarden_alone_loads_no_runtime_module() -> None:
+    loaded = modules_after("import loopwarden")
+    assert "loopwarden" in loaded and "loopwarden.agent" not in loaded and "pydantic" not in loaded
+
+
+def test_an_agent_that_does_not_trace_loads_no_run_store() -> None:
+    loaded = modules_after("from loopwarden import Agent, tool")
+    lazy = {"sqlite3", "loopwarden.trace.store", "loopwarden.trace.exchanges", "loopwarden.models.markup"}
+    assert "loopwarden.agent" in loaded and not lazy & loaded, sorted(lazy & loaded)
+
+
 def test_tool_search_loads_bm25s_when_a_run_first_searches() -> None:
     code = (
         "from loopwarden import ToolRegistry, tool\n"

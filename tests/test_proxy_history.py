@@ -81,6 +81,15 @@ def test_the_run_shapes_tools_and_tool_choice_and_keeps_unknown_fields() -> None
     assert untouched == body
     wrap_up = forward_body(body, conversation, ModelRequest(messages=body["messages"], tools=[]))
     assert wrap_up["tool_choice"] == "none" and wrap_up["tools"] == tools
+    # a client that forces a tool the guard narrowed away: the request upstream stays consistent
+    read = {"type": "function", "function": {"name": "read"}}
+    forcing = {**body, "tool_choice": read}
+    narrowed = forward_body(
+        forcing, read_conversation(forcing), ModelRequest(messages=body["messages"], tools=[tools[1]])
+    )
+    assert narrowed["tools"] == [tools[1], tools[2]] and narrowed["tool_choice"] == "auto"
+    kept = forward_body(forcing, read_conversation(forcing), ModelRequest(messages=body["messages"], tools=tools[:2]))
+    assert kept == forcing
 
 
 events = st.lists(

@@ -1,5 +1,6 @@
 """Every code block of the README, as written: Python blocks run (and pass `mypy --strict`), shell
-blocks name commands, options, files and extras that exist, the YAML block is an eval case."""
+blocks name commands, options, files and extras that exist, the YAML block is an eval case, the
+text block is what `loopwarden proxy` prints for the scenario it describes."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ PRINTS = {
 
 
 def test_every_block_has_a_kind_this_module_checks() -> None:
-    assert {b.lang for b in BLOCKS} <= {"python", "bash", "yaml"}, [str(b) for b in BLOCKS]
+    assert {b.lang for b in BLOCKS} <= {"python", "bash", "yaml", "text"}, [str(b) for b in BLOCKS]
     assert len(PYTHON) == len(PRINTS) and all(any(key in b.code for b in PYTHON) for key in PRINTS)
 
 
@@ -112,6 +113,16 @@ def test_the_yaml_block_is_the_case_test_eval_runs() -> None:
     (block,) = [b for b in BLOCKS if b.lang == "yaml"]
     text = README.read_text(encoding="utf-8")
     assert text.split("A case is one YAML file:", 1)[1].split("```yaml", 1)[1].split("```", 1)[0] == "\n" + block.code
+
+
+def test_the_proxy_sample_is_what_the_proxy_prints() -> None:
+    """The proxy's decisions for a coding agent whose model keeps reading one file, as the README
+    shows them (times aside): a real `loopwarden proxy` process, the `openai` SDK as the agent."""
+    from proxykit import decisions_printed_for_a_coding_agent
+
+    (block,) = [b for b in BLOCKS if b.lang == "text"]
+    shown = [re.sub(r"^\d\d:\d\d:\d\d ", "", line) for line in block.code.splitlines()]
+    assert decisions_printed_for_a_coding_agent() == shown
 
 
 # -- shell blocks ------------------------------------------------------------------------------------

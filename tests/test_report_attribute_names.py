@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from describedcorpus import EXPECTED_COLUMNS, SKLEARN, sklearn_folder, weather_folder
+from loopwarden.report.explore.statistics import fact_sentence, table_facts
 from loopwarden.report.folder.paths import PathGuard
 from loopwarden.report.readers import FileReader
 from loopwarden.report.readers.attributes import attribute_candidates, link_units, name_columns
@@ -122,3 +123,24 @@ def test_units_a_readme_states_go_with_the_columns_of_that_name(tmp_path: Path) 
     assert tables["station_b/b.csv"].units == {"Temp Max": "°C"}, "a README above the folder speaks for it"
     plain = TableProfile(path="elsewhere.csv", rows=1, columns=["wind"])
     assert link_units(plain, [d.model_copy(update={"path": "other/README.md"}) for d in record.descriptions]) == plain
+
+
+def test_class_codes_are_named_by_the_metadata_row_when_its_counts_check_out(folder: Path, tmp_path: Path) -> None:
+    iris = FileReader(PathGuard(folder)).read("iris.csv")
+    profile = iris.tables[0]
+    assert profile.labels == {"class": {"0": "setosa", "1": "versicolor", "2": "virginica"}}
+    assert FileReader(PathGuard(folder)).read("breast_cancer.csv").tables[0].labels == {
+        "class": {"0": "malignant", "1": "benign"}
+    }
+    reader = FileReader(PathGuard(folder))
+    reader.read("iris.csv")
+    read = reader.table("iris.csv")
+    assert read is not None
+    sentences = [fact_sentence(f) for f in table_facts("iris.csv", read.frames["iris.csv"], profile)]
+    assert "iris.csv: rows with class=0 (setosa) = 50." in sentences
+    assert "iris.csv: mean of petal length for class=2 (virginica) = 5.552." in sentences
+    # A metadata row whose counts do not match the table names nothing.
+    data = sklearn_folder(tmp_path / "data", ("iris",))
+    lines = (data / "iris.csv").read_text().splitlines()
+    (data / "iris.csv").write_text("\n".join(["151,4,setosa,versicolor,virginica", *lines[1:]]) + "\n")
+    assert FileReader(PathGuard(data)).read("iris.csv").tables[0].labels == {}

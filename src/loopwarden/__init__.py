@@ -1,31 +1,122 @@
-"""loopwarden: tool-calling agents that do not loop. The model proposes; the runtime decides."""
+"""loopwarden: tool-calling agents that do not loop. The model proposes; the runtime decides.
 
-from .agent import Agent, RunResult, TextStream
-from .approval import ApprovalGate, PendingApproval
-from .config import LoopConfig
-from .context import RunContext
-from .errors import (
-    CaseError,
-    ConfigError,
-    LoopwardenError,
-    ModelError,
-    OutputValidationError,
-    RunNotFound,
-    ToolDefinitionError,
-    TraceFormatError,
-)
-from .events import Event, EventParser, RunFinished, RuntimeEvent, Totals, UnknownEvent, parse_event
-from .executor import Executor
-from .guard import Budgets, Ladder, Price
-from .handoff import handoff
-from .models import FunctionModel, ModelReply, ModelRequest, ScriptedModel, ToolCall, Usage, call
-from .permissions import Principal
-from .retry import RetryPolicy
-from .router import ClassifierRouter, Fallback, Intent, RuleRouter, model_classifier
-from .slots import EnumSlot, RunClock, SlotSpec, period_slot
-from .state import ChecklistItem, RunState
-from .tools import Tool, ToolRegistry, ToolResult, tool
-from .toolsearch import ToolSearch
+The names below load on first use (PEP 562): `import loopwarden` alone imports no runtime module,
+so `loopwarden --help` (loopwarden.cli) starts without the runtime; `from loopwarden import Agent`
+imports what Agent needs."""
+
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .agent import Agent, RunResult, TextStream
+    from .approval import ApprovalGate, PendingApproval
+    from .config import LoopConfig
+    from .context import RunContext
+    from .errors import (
+        CaseError,
+        ConfigError,
+        LoopwardenError,
+        ModelError,
+        OutputValidationError,
+        RunNotFound,
+        ToolDefinitionError,
+        TraceFormatError,
+    )
+    from .events import Event, EventParser, RunFinished, RuntimeEvent, Totals, UnknownEvent, parse_event
+    from .executor import Executor
+    from .guard import Budgets, Ladder, Price
+    from .handoff import handoff
+    from .models import FunctionModel, ModelReply, ModelRequest, ScriptedModel, ToolCall, Usage, call
+    from .permissions import Principal
+    from .retry import RetryPolicy
+    from .router import ClassifierRouter, Fallback, Intent, RuleRouter, model_classifier
+    from .slots import EnumSlot, RunClock, SlotSpec, period_slot
+    from .state import ChecklistItem, RunState
+    from .tools import Tool, ToolRegistry, ToolResult, tool
+    from .toolsearch import ToolSearch
+
+_WHERE: dict[str, str] = {
+    "Agent": "agent",
+    "ApprovalGate": "approval",
+    "Budgets": "guard",
+    "CaseError": "errors",
+    "ChecklistItem": "state",
+    "ClassifierRouter": "router",
+    "ConfigError": "errors",
+    "EnumSlot": "slots",
+    "Event": "events",
+    "EventParser": "events",
+    "Executor": "executor",
+    "Fallback": "router",
+    "FunctionModel": "models",
+    "Intent": "router",
+    "Ladder": "guard",
+    "LoopConfig": "config",
+    "LoopwardenError": "errors",
+    "ModelError": "errors",
+    "ModelReply": "models",
+    "ModelRequest": "models",
+    "OutputValidationError": "errors",
+    "PendingApproval": "approval",
+    "Price": "guard",
+    "Principal": "permissions",
+    "RetryPolicy": "retry",
+    "RuleRouter": "router",
+    "RunClock": "slots",
+    "RunContext": "context",
+    "RunFinished": "events",
+    "RunNotFound": "errors",
+    "RunResult": "agent",
+    "RunState": "state",
+    "RuntimeEvent": "events",
+    "ScriptedModel": "models",
+    "SlotSpec": "slots",
+    "TextStream": "agent",
+    "Tool": "tools",
+    "ToolCall": "models",
+    "ToolDefinitionError": "errors",
+    "ToolRegistry": "tools",
+    "ToolResult": "tools",
+    "ToolSearch": "toolsearch",
+    "Totals": "events",
+    "TraceFormatError": "errors",
+    "UnknownEvent": "events",
+    "Usage": "models",
+    "call": "models",
+    "handoff": "handoff",
+    "model_classifier": "router",
+    "parse_event": "events",
+    "period_slot": "slots",
+    "tool": "tools",
+}
+"""Each public name and the module it lives in."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _WHERE and isinstance(value, types.ModuleType):
+            return  # the submodule `handoff`, bound by the import system, does not hide the function
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
 
 __all__ = [
     "Agent",

@@ -12,8 +12,6 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ValidationError
 
-from .models.markup import find_markup
-
 Verifier = Callable[[str], "str | None"]
 
 
@@ -38,6 +36,8 @@ def reinforcement(problem: str) -> str:
 def no_tool_markup(text: str) -> str | None:
     """Rejects tool-call syntax written into the answer instead of sent as a structured call
     (every format `models.markup` knows)."""
+    from .models.markup import find_markup  # its dozen patterns compile when a reply is first checked
+
     found = find_markup(text)
     if found is None:
         return None

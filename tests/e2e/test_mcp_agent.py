@@ -1,7 +1,8 @@
 """An Agent running on a real MCP server's tools, end to end with a scripted model: a task done over
-stdio and over HTTP, 200 tools offered through tool search, a server dying mid-run, a loop over
-an MCP tool stopped by the ladder, a destructive tool pausing for approval, and a tool whose own
-name holds the wire separator `__`."""
+stdio and over HTTP, 200 tools offered through tool search (each one found and called), a server
+dying mid-run (stdio and HTTP), one turn's calls at once over one connection, a loop over an MCP
+tool stopped by the ladder, a destructive tool pausing for approval, and a tool whose own name
+holds the wire separator `__`."""
 
 from __future__ import annotations
 

@@ -3,10 +3,8 @@ status, never a hang, never a 500 with a traceback."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import threading
 from typing import Any
 
 import httpx
@@ -15,7 +13,7 @@ import pytest
 from loopwarden.proxy.app import create_proxy
 from loopwarden.proxy.settings import build_settings
 from openai_server import Reply, ScriptedServer, completion, error, reply, stream, tool_call
-from proxykit import READ_FILE, client_loop, proxy_in_front
+from proxykit import READ_FILE, client_loop, proxy_in_front, wait_for_port
 from server_jobs import free_port, serve_in_thread
 
 
@@ -146,21 +144,10 @@ def test_the_command_serves_a_guarded_loop() -> None:
         try:
             banner = process.stderr.readline() if process.stderr else ""  # printed before it listens
             assert "proxy on http://127.0.0.1" in banner
-            _wait_for_port(port, process)
+            wait_for_port(port, process)
             text, turns, _ = client_loop(f"http://127.0.0.1:{port}/v1", "go", lambda n, a: "same", tools=[READ_FILE])
         finally:
             process.terminate()
             process.wait(30)
     assert "repeated_call" in text and turns == 5
 
-
-def _wait_for_port(port: int, process: subprocess.Popen[str]) -> None:
-    done = threading.Event()
-    for _ in range(600):  # up to 60 s on a loaded machine; returns as soon as it listens
-        if process.poll() is not None:
-            raise AssertionError(f"the proxy exited with {process.returncode}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        done.wait(0.1)
-    raise AssertionError("the proxy did not start listening")

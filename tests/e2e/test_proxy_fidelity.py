@@ -78,3 +78,31 @@ def test_any_stream_reaches_the_client_byte_for_byte(
     direct = httpx.post(f"{upstream.base_url}/chat/completions", json=body, timeout=30).content
     proxied = httpx.post(f"{base}/chat/completions", json=body, timeout=30).content
     assert proxied == direct
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(reasoning=text, top=extra_fields, in_message=extra_fields, calls=st.integers(0, 2))
+def test_any_json_reply_reaches_the_client_with_every_field(
+    servers: tuple[ScriptedServer, str], reasoning: str, top: dict[str, str], in_message: dict[str, str], calls: int
+) -> None:
+    """A JSON reply the guard lets through keeps reasoning and unknown fields, at every level."""
+    upstream, base = servers
+    message: dict[str, Any] = {"role": "assistant", "content": "ok", "reasoning_content": reasoning, **in_message}
+    if calls:
+        message["tool_calls"] = [
+            {"id": f"c{i}", "type": "function", "function": {"name": f"tool_{i}", "arguments": "{}"}}
+            for i in range(calls)
+        ]
+    completion = {
+        "id": "x",
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "completion_tokens_details": {"reasoning_tokens": 1}},
+        **top,
+    }
+    body = {"model": "m", "messages": [{"role": "user", "content": reasoning + json.dumps(top)}]}
+    upstream.push(Reply(body=completion))
+    assert httpx.post(f"{base}/chat/completions", json=body, timeout=30).json() == completion

@@ -1,7 +1,7 @@
 """The proxy in front of a real model server: llama-cpp-python's, serving Gemma 3 270M
 (tests/llama_server.py; skipped where it is not built, built and run by CI). The `openai` SDK talks
 to the proxy as it would to the server: `/v1/models` passes through, a greedy answer comes back
-through the proxy, streamed and not, as the server gives it directly, and a tool loop the client
+through the proxy, streamed and not, with every field the server sends, and a tool loop the client
 runs through the proxy ends within the guard's bound with every exchange kept in the run store and
 the key nowhere in what the proxy logs or stores."""
 
@@ -59,7 +59,7 @@ def tool_loop(client: OpenAI, **request: Any) -> tuple[str, int, list[tuple[str,
         messages.append(
             {
                 "role": "assistant",
-                "content": message.content,
+                "content": message.content or "",  # this server refuses a null content
                 "tool_calls": [
                     {"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in calls
                 ],
@@ -69,17 +69,34 @@ def tool_loop(client: OpenAI, **request: Any) -> tuple[str, int, list[tuple[str,
     raise AssertionError(f"the task did not end within {MAX_TURNS} requests: {called}")
 
 
-def greedy(client: OpenAI, stream: bool) -> str:
-    ask: dict[str, Any] = {
+def ask(client: OpenAI, question: str, stream: bool) -> tuple[str, str | None, set[str]]:
+    """(text, finish reason, the fields of the reply and of its first choice). Each question is
+    asked once: this server answers a prompt it has fully cached with nothing."""
+    request: dict[str, Any] = {
         "model": "gemma",
-        "messages": [{"role": "user", "content": "Name the three primary colours of light."}],
+        "messages": [{"role": "user", "content": question}],
         "temperature": 0,
         "max_tokens": 24,
     }
     if not stream:
-        return client.chat.completions.create(**ask).choices[0].message.content or ""
-    pieces = client.chat.completions.create(**ask, stream=True)
-    return "".join(chunk.choices[0].delta.content or "" for chunk in pieces if chunk.choices)
+        raw = client.chat.completions.with_raw_response.create(**request)
+        data = json.loads(raw.content)
+        choice = data["choices"][0]
+        return choice["message"]["content"] or "", choice["finish_reason"], {*data, *choice}
+    text, finish, fields = "", None, set()
+    for chunk in client.chat.completions.create(**request, stream=True):
+        for part in chunk.choices:
+            text += part.delta.content or ""
+            finish = part.finish_reason or finish
+            fields |= {*chunk.model_dump(exclude_unset=True), *part.model_dump(exclude_unset=True)}
+    return text, finish, fields
+
+
+def canonical(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True)
+    except ValueError:
+        return arguments
 
 
 def with_logs(caplog: pytest.LogCaptureFixture, run: Callable[[], None]) -> str:
@@ -100,15 +117,24 @@ def test_the_openai_sdk_through_the_proxy_to_a_real_model(
         with serve_in_thread(create_proxy(settings)) as base:
             proxied = OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0, timeout=300)
             outcome["models"] = [m.id for m in proxied.models.list()]
-            outcome["json"], outcome["stream"] = greedy(proxied, False), greedy(proxied, True)
-            outcome["loop"] = tool_loop(proxied, model="gemma", tool_choice="auto", max_tokens=96)
+            outcome["json"] = ask(proxied, "Name a primary colour of light.", stream=False)
+            outcome["stream"] = ask(proxied, "Name a planet of the solar system.", stream=True)
+            # Left to choose ("auto"), this model answers with nothing; forced to read, it reads every
+            # turn, as a collapsing agent does, and the guard has to end it.
+            forced = {"type": "function", "function": {"name": "read_file"}}
+            outcome["loop"] = tool_loop(proxied, model="gemma", tool_choice=forced, max_tokens=96)
 
     logged = with_logs(caplog, through_the_proxy)
 
     assert outcome["models"] == [m.id for m in direct.models.list()] and outcome["models"]
-    said = greedy(direct, False)
-    assert said.strip(), "the real model said nothing"
-    assert outcome["json"] == said and outcome["stream"] == said  # a reply the guard lets through is untouched
+    _, _, direct_fields = ask(direct, "Name a colour of the rainbow.", stream=False)
+    _, _, direct_stream_fields = ask(direct, "Name a moon of Jupiter.", stream=True)
+    for (text, finish, fields), expected in (
+        (outcome["json"], direct_fields),
+        (outcome["stream"], direct_stream_fields),
+    ):
+        assert text.strip() and finish in ("stop", "length"), (text, finish)  # the model's answer came through
+        assert fields == expected  # every field the server sends, llama.cpp's own included, reached the client
 
     text, turns, called = outcome["loop"]
     print(f"\nreal model through the proxy: {turns} requests, tools {called}; ended with {text[:120]!r}")
@@ -119,7 +145,8 @@ def test_the_openai_sdk_through_the_proxy_to_a_real_model(
     assert sum(1 for e in task if e["type"] == "model_called") == turns  # every upstream exchange, once
     actions = [e["action"] for e in task if e["type"] == "guard_verdict" and e.get("call_id")]
     assert len(actions) == len(called)  # a verdict on every call the real model made
-    repeats = max((called.count(c) for c in called if c[0] != "finish"), default=0)  # identical calls
+    same = [(name, canonical(arguments)) for name, arguments in called if name != "finish"]
+    repeats = max((same.count(c) for c in same), default=0)  # identical calls, spacing aside
     if "stopped" in actions:  # the guard, not the model, ended it: the client was told why
         assert "loopwarden stopped this task" in text
     elif repeats >= settings.policy.config.ladder.narrow_at:  # narrowed to the declared finishing tool

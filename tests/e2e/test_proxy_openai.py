@@ -4,7 +4,7 @@ run passes untouched; every exchange lands in the run store."""
 
 from __future__ import annotations
 
-import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
+from loopwarden.guard.budget import HARD_BUDGET_REASONS
 from loopwarden.trace.store import RunStore
 from openai_server import Reply, ScriptedServer, completion, reply, stream, tool_call
-from proxykit import FINISH, READ_FILE, client_loop, in_process_phase_calls, proxy_in_front
+from proxykit import FINISH, READ_FILE, client_loop, honouring_tool_choice, in_process_phase_calls, proxy_in_front
 
 
 def always(call_name: str, arguments: dict[str, Any], *, streaming: bool = False) -> Any:
@@ -106,13 +107,49 @@ def test_every_exchange_is_kept_as_a_run(tmp_path: Path) -> None:
     assert "1/1 cases passed" in evaluated.stdout
 
 
-def test_the_key_goes_upstream_and_nowhere_else(tmp_path: Path) -> None:
+def test_the_key_goes_upstream_and_nowhere_else(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     db = tmp_path / "proxy.db"
-    seen: list[str] = []
-
-    with ScriptedServer(respond=lambda body: reply(completion(text="hi"))) as upstream:
+    respond = honouring_tool_choice({"name": "read_file", "arguments": {"path": "a.txt"}}, "done")
+    with ScriptedServer(respond=respond) as upstream, caplog.at_level(logging.DEBUG):
         with proxy_in_front(upstream, db=db) as base:
-            client_loop(base, "hello", lambda n, a: "")
-        seen = [json.dumps(r) for r in upstream.requests]
+            client_loop(base, "hello", lambda n, a: "")  # the ladder climbs: every decision is logged
+        received = upstream.headers
+    assert received and all(h.get("authorization") == "Bearer sk-client-key" for h in received)
     assert "sk-client-key" not in db.read_bytes().decode("utf-8", "replace")
-    assert seen  # the upstream was reached
+    proxy_logs = [r for r in caplog.records if r.name.startswith("loopwarden")]
+    assert any("narrowed" in r.getMessage() for r in proxy_logs)  # the decisions were logged...
+    assert not any("sk-client-key" in r.getMessage() for r in proxy_logs)  # ...and the key never
+
+
+@pytest.mark.parametrize(
+    "options, stop_reason",
+    [
+        ({"rungs": (3, 0, 0), "max_tool_rounds": 6}, "tool_round_budget"),
+        ({"max_model_calls": 3}, "model_call_budget"),
+        ({"max_tokens": 400}, "token_budget"),
+        ({"max_cost": 0.5, "price": (1000.0, 1000.0)}, "cost_budget"),
+    ],
+    ids=["rungs-off", "calls", "tokens", "cost"],
+)
+def test_rungs_and_budgets_are_the_proxys_options(tmp_path: Path, options: dict[str, Any], stop_reason: str) -> None:
+    """Each budget ends a collapsing task on the wire as in process: past a hard budget (calls,
+    tokens, cost) the client gets the stop message, past the tool rounds the model's own wrap-up
+    answer; a rung switched off never fires."""
+    db = tmp_path / "proxy.db"
+    respond = honouring_tool_choice({"name": "read_file", "arguments": {"path": "a.txt"}}, "Here is what I found.")
+    with ScriptedServer(respond=respond) as upstream, proxy_in_front(upstream, db=db, **options) as base:
+        text, turns, _ = client_loop(base, "summarise a.txt", lambda n, a: "hello", tools=[READ_FILE])
+        sent = upstream.requests
+    assert len(sent) <= turns
+    if stop_reason in HARD_BUDGET_REASONS:  # no call past the budget, not even a wrap-up
+        assert text.startswith(f"[loopwarden stopped this task: {stop_reason}]") and len(sent) == turns - 1
+    else:  # the wrap-up call's answer reached the client
+        assert text == "Here is what I found." and sent[-1]["tool_choice"] == "none" and len(sent) == turns
+    store = RunStore(db)
+    (run,) = store.list_runs()
+    events = [e.model_dump(mode="json") for e in store.events(run.id)]
+    assert [e["stop_reason"] for e in events if e["type"] == "run_finished"] == [stop_reason]
+    actions = {e["action"] for e in events if e["type"] == "guard_verdict"}
+    if options.get("rungs") == (3, 0, 0):
+        assert "nudged" in actions and not actions & {"narrowed", "stopped"}
+        assert turns == options["max_tool_rounds"] + 1

@@ -21,7 +21,8 @@ final output, and `guard.summary(result)` says why. The SDK's own `max_turns` st
 `Runner.run_streamed` is guarded too: the model streams as usual, but the guard decides on the whole
 reply, so each reply reaches the run's stream once complete. Not covered: server-side conversation
 state (`previous_response_id`, `conversation_id`: the guard needs the whole input) and handoff targets
-(wrap each agent that should be guarded). With an `output_type` other than text, a run the guard stops
+that are not wrapped (wrap each agent that should be guarded; each wrapped agent a run reaches gets its
+own guard session). With an `output_type` other than text, a run the guard stops
 raises `GuardStopped` (its stop message is text), which carries the summary.
 """
 
@@ -84,12 +85,15 @@ class LoopwardenGuard:
         self.roles = ToolRoles(frozenset(terminal_tools), frozenset(repeatable_tools), frozenset(write_tools))
         self.trace = resolve_trace(trace)  # once: a path opens its store here, not per run
         self._bridges = Bridges()
-        self._runs: weakref.WeakKeyDictionary[object, RunBridge] = weakref.WeakKeyDictionary()
+        self._runs: weakref.WeakKeyDictionary[object, dict[int, RunBridge]] = weakref.WeakKeyDictionary()
+        """The guard session of each agent (its wrapped model, by id) in each run (the SDK's owner)."""
         self._calls: OrderedDict[str, RunBridge] = OrderedDict()
         self._responses: OrderedDict[int, tuple[ModelResponse, RunBridge]] = OrderedDict()
 
     def wrap(self, agent: Agent[Any]) -> Agent[Any]:
         """A clone of `agent` run under the guard: its model wrapped, its function tools guarded."""
+        if not isinstance(agent, Agent):
+            raise TypeError(f"LoopwardenGuard.wrap() takes an agents.Agent, not {type(agent).__name__}")
         model = agent.model if isinstance(agent.model, Model) else None
         name = agent.model if isinstance(agent.model, str) else None
         tools = [self._guarded_tool(t) if isinstance(t, FunctionTool) else t for t in agent.tools]
@@ -140,9 +144,12 @@ class LoopwardenGuard:
 
     # -- the runs ------------------------------------------------------------------------------------
 
-    def _bridge(self, tools: list[Any], handoffs: list[Any], model_name: str) -> RunBridge:
+    def _bridge(self, model: LoopwardenModel, tools: list[Any], handoffs: list[Any], model_name: str) -> RunBridge:
+        """The guard session of this agent in this run: one per wrapped agent a run reaches (a
+        handoff hands over to the next agent's own session)."""
         owner = get_model_run_owner()
-        bridge = self._runs.get(owner) if owner is not None else None
+        agents = self._runs.setdefault(owner, {}) if owner is not None else {}
+        bridge = agents.get(id(model))
         if bridge is None:
             specs = [
                 self.roles.spec(t.name, t.params_json_schema, t.description or "")
@@ -152,8 +159,7 @@ class LoopwardenGuard:
             specs += [ToolSpec(h.tool_name, h.input_json_schema or None, h.tool_description) for h in handoffs]
             session = GuardSession(specs, self.config, model_name=model_name, trace=self.trace)
             bridge = self._bridges.add(RunBridge(session))
-            if owner is not None:
-                self._runs[owner] = bridge
+            agents[id(model)] = bridge
         return bridge
 
     def _note(self, bridge: RunBridge, response: ModelResponse) -> None:
@@ -258,7 +264,7 @@ class LoopwardenModel(Model):
     ) -> tuple[ModelResponse, bool]:
         """One model call of the SDK under the guard: (the response, whether it is the model's own)."""
         model, tools, handoffs = self.model, request.tools, request.handoffs
-        bridge = self.guard._bridge(tools, handoffs, self._name or type(model).__name__)
+        bridge = self.guard._bridge(self, tools, handoffs, self._name or type(model).__name__)
         items: list[Any] = [_user(request.input)] if isinstance(request.input, str) else list(request.input)
         usage = Usage()
 
@@ -295,10 +301,13 @@ class LoopwardenModel(Model):
         self.guard._note(bridge, response)
         return response, isinstance(outcome, Keep)
 
+    def get_retry_advice(self, request: Any) -> Any:
+        return self.model.get_retry_advice(request)  # the SDK retries a failed call: the guard's turn waits
+
     async def _cleanup_on_run_end(self, owner: object) -> None:
         """The SDK's call when a run ends, however it ended (an answer, `max_turns`, an error):
         the run's guard session ends with it."""
-        bridge = self.guard._runs.pop(owner, None)
+        bridge = self.guard._runs.get(owner, {}).pop(id(self), None)
         if bridge is not None:
             await bridge.session.close()
         if self._model is not None:

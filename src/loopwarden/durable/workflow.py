@@ -5,7 +5,10 @@ On recovery the workflow starts again from the top: steps return their recorded 
 (steps.py), so the job regenerates exactly the events it had produced, with the same sequence
 numbers. Those already in the store are skipped; the first event past the store's last one is
 where the run really continues. Only the workflow writes a running durable run's events, so
-the numbering cannot interleave with anyone else's.
+the numbering cannot interleave with anyone else's. A skipped event must be of the type stored
+at its number: one that is not (what reruns on recovery answered otherwise, e.g. the run's folder
+changed since the crash) ends the run, failed, saying so (`ReplayDiverged`), rather than appending
+events that do not follow those already streamed.
 """
 
 from __future__ import annotations
@@ -74,7 +77,8 @@ async def run_workflow(job_spec: str, config: Any, run_id: str, secrets: list[di
                 await aclose()
     except Exception as error:  # the run ends with a terminal event whatever the job did
         log.exception("run %s crashed", run_id)
-        finish(store, run_id, "failed", f"{type(error).__name__}: {error}", ["crashed"], recorder.wake)
+        reason = "replay_diverged" if isinstance(error, ReplayDiverged) else "crashed"
+        finish(store, run_id, "failed", f"{type(error).__name__}: {error}", [reason], recorder.wake)
         return "failed"
     finally:
         run_hook.reset(token)
@@ -92,6 +96,10 @@ def _claim(run_id: str) -> int:
     if process.wake is not None:
         process.wake(run_id)
     return store.last_seq(run_id)
+
+
+class ReplayDiverged(Exception):
+    """A recovered run regenerated an event other than the one stored at that number."""
 
 
 class RunEnded(Exception):
@@ -118,8 +126,14 @@ class EventRecorder:
         if event.type == TERMINAL_EVENT:
             self.finished = True
         run = self.store.get_run(self.run_id)
-        if event.seq <= run.last_seq:
-            return  # committed before the crash: this is the replay reaching it again
+        if event.seq <= run.last_seq:  # committed before the crash: this is the replay reaching it again
+            stored = self.store.event_rows(self.run_id, event.seq - 1, limit=1)
+            if stored and stored[0].type != event.type:
+                raise ReplayDiverged(
+                    f"the recovered run replayed a {event.type} event where event {event.seq} was a"
+                    f" {stored[0].type} (did its folder change since the crash?)"
+                )
+            return
         if run.finished:
             raise RunEnded(self.run_id)
         self.store.append_event(self.run_id, event)

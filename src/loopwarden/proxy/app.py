@@ -15,7 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +158,7 @@ class _ProxyState:
         if not extra:
             return policy
         names = frozenset(n.strip() for n in extra.split(",") if n.strip())
-        return WirePolicy(policy.config, policy.terminal_tools | names, policy.repeatable_tools, policy.write_tools)
+        return replace(policy, terminal_tools=policy.terminal_tools | names)
 
     async def _complete(
         self, body: dict[str, Any], conversation: Conversation, policy: WirePolicy, run_id: str, headers: dict[str, str]
@@ -226,6 +226,15 @@ class _ProxyState:
                 502, f"the proxy could not complete the request: {type(error).__name__}", kind="upstream_error"
             )
         first = await first_get
+        if task.done() and not task.cancelled() and task.exception() is None:
+            # decided before a byte went out (a held tool-call reply): every event is queued,
+            # so it goes out as one body, the same bytes without a streaming task per response
+            held: list[bytes] = []
+            item: bytes | None = first
+            while item is not None:
+                held.append(item)
+                item = queue.get_nowait()
+            return Response(b"".join(held), media_type="text/event-stream", headers=_SSE_HEADERS)
 
         async def body_iter() -> AsyncIterator[bytes]:
             try:
@@ -241,7 +250,7 @@ class _ProxyState:
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
 
-        return StreamingResponse(body_iter(), media_type="text/event-stream")
+        return StreamingResponse(body_iter(), media_type="text/event-stream", headers=_SSE_HEADERS)
 
     async def _keep(self, run_id: str, outcome: Outcome) -> None:
         """Store the events this request added to its run (the replay repeats earlier ones)."""
@@ -325,6 +334,9 @@ def stop_stream(outcome: Outcome, last_chunk: dict[str, Any] | None, request: di
 def _error_event(message: str) -> bytes:
     error = {"error": {"message": message, "type": "upstream_error", "param": None, "code": None}}
     return f"data: {json.dumps(error)}\n\n".encode()
+
+
+_SSE_HEADERS = {"cache-control": "no-cache"}
 
 
 def _verdict_header(outcome: Outcome) -> str:

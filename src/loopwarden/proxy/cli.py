@@ -33,6 +33,13 @@ def register(app: typer.Typer) -> None:
         max_model_calls: Annotated[int | None, typer.Option(help="Model calls per task.")] = None,
         max_tokens: Annotated[int | None, typer.Option(help="Tokens per task (estimated from the history).")] = None,
         max_tool_rounds: Annotated[int | None, typer.Option(help="Tool rounds per task.")] = None,
+        max_cost: Annotated[
+            float | None, typer.Option(help="Cost per task, from estimated tokens at --price.")
+        ] = None,
+        price: Annotated[
+            tuple[float, float] | None,
+            typer.Option(help="The upstream's price per million tokens: INPUT OUTPUT.", show_default=False),
+        ] = None,
         db: Annotated[
             Path | None, typer.Option(help="Run store for every proxied task (default: LOOPWARDEN_TRACE_DB).")
         ] = None,
@@ -60,6 +67,8 @@ def register(app: typer.Typer) -> None:
                 max_model_calls=max_model_calls,
                 max_tokens=max_tokens,
                 max_tool_rounds=max_tool_rounds,
+                max_cost=max_cost,
+                price=price,
                 resume_entries=resume_cache,
                 db=db or (Path(os.environ["LOOPWARDEN_TRACE_DB"]) if os.environ.get("LOOPWARDEN_TRACE_DB") else None),
             )

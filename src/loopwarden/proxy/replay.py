@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..agent import Agent
 from ..config import LoopConfig
 from ..events import Event
+from ..guard.budget import Price
 from ..models.base import Message, ModelReply, ModelRequest, Usage
 from ..schema_tools import tool_from_schema
 from ..tools import Tool, ToolResult, business_failure
@@ -42,6 +43,15 @@ class WirePolicy:
     """Polling tools: identical calls are legitimate and never counted."""
     write_tools: frozenset[str] = frozenset()
     """Tools with side effects: a successful call makes remembered results stale."""
+    price: Price | None = None
+    """The upstream's price per million tokens, whatever model the client names (`--price`):
+    the cost budget counts the estimated tokens at it."""
+
+    def config_for(self, model: str) -> LoopConfig:
+        if self.price is None:
+            return self.config
+        budgets = replace(self.config.budgets, prices={**self.config.budgets.prices, model: self.price})
+        return replace(self.config, budgets=budgets)
 
 
 @dataclass
@@ -229,7 +239,8 @@ async def replay(
     else:
         session, events = _Session(conversation, body, upstream), []
         model = _ReplayModel(str(body.get("model") or "upstream"), session)
-        agent = Agent(model, wire_tools(body, session, policy), config=policy.config, trace=False)
+        config = policy.config_for(model.name)
+        agent = Agent(model, wire_tools(body, session, policy), config=config, trace=False)
         stream = agent.stream(list(conversation.opening), run_id=run_id)
     live_turn: int | None = None
     live_calls = 0
@@ -311,7 +322,14 @@ def forward_body(body: dict[str, Any], conversation: Conversation, request: Mode
         out["tools"] = kept
     if isinstance(request.tool_choice, dict) or request.tool_choice in ("required", "none"):
         out["tool_choice"] = request.tool_choice
+    elif _forced_name(body.get("tool_choice")) not in (None, *offered):
+        out["tool_choice"] = "auto"  # the client forces a tool the guard narrowed away: not any more
     return out
+
+
+def _forced_name(choice: Any) -> str | None:
+    function = choice.get("function") if isinstance(choice, dict) else None
+    return str(function.get("name")) if isinstance(function, dict) else None
 
 
 def merge_messages(conversation: Conversation, run_messages: list[Message]) -> list[Message]:

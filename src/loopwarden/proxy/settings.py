@@ -9,7 +9,7 @@ from urllib.parse import urlparse
 
 from ..config import LoopConfig
 from ..guard import DEFAULT_DETECTORS
-from ..guard.budget import Budgets
+from ..guard.budget import Budgets, Price
 from ..guard.ladder import Ladder
 from .app import ProxySettings
 from .replay import WirePolicy
@@ -35,6 +35,8 @@ def build_settings(
     max_model_calls: int | None = None,
     max_tokens: int | None = None,
     max_tool_rounds: int | None = None,
+    max_cost: float | None = None,
+    price: tuple[float, float] | None = None,
     db: Path | None = None,
     resume_entries: int = DEFAULT_ENTRIES,
 ) -> ProxySettings:
@@ -55,15 +57,22 @@ def build_settings(
     unknown = set(disabled) - set(DEFAULT_DETECTORS)
     if unknown:
         raise ProxyOptionError(f"unknown detector {sorted(unknown)}; known: {sorted(DEFAULT_DETECTORS)}")
+    if max_cost is not None and price is None:
+        raise ProxyOptionError("--max-cost needs --price INPUT OUTPUT (per million tokens) to count the cost by")
+    if price is not None and min(price) < 0:
+        raise ProxyOptionError(f"--price is two amounts per million tokens, input then output, not {price}")
     # A coding agent's task may take hundreds of tool rounds: only the budgets asked for hold here.
-    budgets = Budgets(max_tool_rounds=max_tool_rounds, max_model_calls=max_model_calls, max_tokens=max_tokens)
+    budgets = Budgets(
+        max_tool_rounds=max_tool_rounds, max_model_calls=max_model_calls, max_tokens=max_tokens, max_cost=max_cost
+    )
     config = LoopConfig(
         ladder=Ladder(nudge_at=nudge, narrow_at=narrow, stop_at=stop),
         budgets=budgets,
         disabled_detectors=frozenset(disabled),
         tool_timeout=None,
     )
-    policy = WirePolicy(config, frozenset(terminal), frozenset(repeatable), frozenset(writes))
+    wire_price = Price(input=price[0], output=price[1]) if price is not None else None
+    policy = WirePolicy(config, frozenset(terminal), frozenset(repeatable), frozenset(writes), wire_price)
     if resume_entries < 0:
         raise ProxyOptionError(f"--resume-cache is a number of paused runs (0 = off), not {resume_entries}")
     return ProxySettings(upstream=upstream, policy=policy, store_path=db, resume_entries=resume_entries)

@@ -39,6 +39,8 @@ class TableProfile(BaseModel):
     units: dict[str, str] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     """What the reader had to decide (skipped metadata, generated names, non-numeric cells)."""
+    labels: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """column -> {code: name}: what a coded class column's values stand for, as the file says."""
 
 
 class Description(BaseModel):
@@ -78,6 +80,8 @@ class Fact(BaseModel):
     value: float
     by: str | None = None
     """The rows it covers within the column: "species=Adelie", "month=7"."""
+    label: str | None = None
+    """What the value in `by` stands for, when the file names its codes ("class=0" is "setosa")."""
     other: str | None = None
     """The second column of a correlation, slope or peak."""
     over: str = ""

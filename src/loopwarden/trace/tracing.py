@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard
 
 from ..errors import ConfigError
 from ..events import Event
 from ..models.base import Model
-from .exchanges import TracedModel
-from .recorder import TraceRecorder
-from .store import RunStore
-from .writer import RunWriter
+
+if TYPE_CHECKING:
+    from .store import RunStore
+    from .writer import RunWriter
+
+# The store (sqlite3), its writer, recorder and the exchange recorder load when a run is traced
+# to a store: an Agent that does not trace never imports them.
 
 TRACE_DB_ENV = "LOOPWARDEN_TRACE_DB"
 
@@ -45,11 +49,17 @@ class Tracer:
         with the run's events when `record` is given the same run id."""
         if self.store is None:
             return model
+        from .exchanges import TracedModel
+        from .writer import RunWriter
+
         writer = self._writers.get(run_id) or self._writers.setdefault(run_id, RunWriter(self.store, run_id))
         return TracedModel(model, self.store, run_id, writer)  # every model of the run shares the run's writer
 
     def record(self, events: AsyncIterator[Event], run_id: str | None = None) -> AsyncIterator[Event]:
         if self.store is not None:
+            from .recorder import TraceRecorder
+            from .writer import RunWriter
+
             if run_id is None:
                 return TraceRecorder(self.store, kind=self.kind).record(events)
             # The run's writer stays findable while it runs: a model handed to mid-run joins it.
@@ -64,7 +74,7 @@ class Tracer:
         return f"Tracer(store={self.store.path})" if self.store is not None else f"Tracer(sink={self.sink!r})"
 
 
-TraceTarget = Tracer | RunStore | str | os.PathLike[str] | EventSink | bool | None
+TraceTarget: TypeAlias = "Tracer | RunStore | str | os.PathLike[str] | EventSink | bool | None"
 """What `Agent(trace=...)` takes (see resolve_trace)."""
 
 
@@ -91,7 +101,7 @@ def resolve_trace(
         return Tracer(open_store(path, TRACE_DB_ENV)) if path else False
     if isinstance(target, Tracer):
         return target
-    if isinstance(target, RunStore):
+    if _is_store(target):
         return Tracer(target)
     if isinstance(target, str | os.PathLike):
         return Tracer(open_store(os.fspath(target), "trace"))
@@ -100,9 +110,17 @@ def resolve_trace(
     raise TypeError(f"trace= takes a RunStore, a path or a callable, not {type(target).__name__}")
 
 
+def _is_store(target: object) -> TypeGuard[RunStore]:
+    """Whether `target` is a RunStore (no store can exist before its module was imported)."""
+    store = sys.modules.get("loopwarden.trace.store")
+    return store is not None and isinstance(target, store.RunStore)
+
+
 def open_store(path: str, where: str) -> RunStore:
     """A store at `path`; a path that cannot hold one fails here, when the Agent is built, and
     says which setting to fix (not on the first event of the first run)."""
+    from .store import RunStore
+
     try:
         return RunStore(Path(path).expanduser())
     except Exception as error:  # sqlite3.Error, OSError: either way the setting is wrong

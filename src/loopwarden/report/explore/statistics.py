@@ -144,7 +144,7 @@ def table_facts(path: str, frame: pd.DataFrame, profile: TableProfile | None = N
     if kind == "time_series":
         facts += _time_series(path, frame, sample)
     elif kind == "categorical":
-        facts += _categorical(path, frame, sample)
+        facts += _categorical(path, frame, sample, profile.labels if profile is not None else {})
     elif kind == "scan":
         facts += _scan(path, frame, sample)
     return facts
@@ -209,20 +209,21 @@ def _month_numbers(series: pd.Series) -> pd.Series:
     return months.where(months.between(1, 12))
 
 
-def _categorical(path: str, frame: pd.DataFrame, over: str) -> list[Fact]:
+def _categorical(path: str, frame: pd.DataFrame, over: str, labels: dict[str, dict[str, str]]) -> list[Fact]:
     column = class_column(frame)
     assert column is not None
+    names = labels.get(column, {})
     facts = []
     counts = frame[column].value_counts()
     for value, n in counts.items():
         facts.append(Fact(path=path, column=column, statistic="class_count", by=f"{column}={value}",
-                          value=float(n), over=over))  # fmt: skip
+                          label=names.get(str(value)), value=float(n), over=over))  # fmt: skip
     for numeric in [c for c in numeric_columns(frame) if c != column][:4]:
         means = frame.groupby(column)[numeric].mean()
         for value, mean in means.items():
             if math.isfinite(float(mean)):
                 facts.append(Fact(path=path, column=numeric, statistic="class_mean", by=f"{column}={value}",
-                                  value=float(mean), over=over))  # fmt: skip
+                                  label=names.get(str(value)), value=float(mean), over=over))  # fmt: skip
     return facts
 
 
@@ -308,6 +309,8 @@ def fact_sentence(fact: Fact) -> str:
     by = fact.by or ""
     if by.startswith("month="):
         by = MONTHS[int(by.split("=")[1]) - 1].title()
+    elif fact.label:
+        by = f"{by} ({fact.label})"
     name = _NAMES.get(fact.statistic, fact.statistic + " of {column}").format(
         column=fact.column, other=fact.other or "", by=by
     )

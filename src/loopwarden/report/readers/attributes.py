@@ -232,3 +232,21 @@ def _covers(description: str, folder: str) -> bool:
 
 def _key(name: str) -> str:
     return " ".join(re.sub(r"[_\-.]+", " ", name).lower().split())
+
+
+def class_labels(preamble: list[str], delimiter: str, columns: list[str], rows: int, codes: set[str]) -> dict[str, str]:
+    """The names of a coded class column from a metadata first row of the form "rows, features,
+    name_0, name_1, ..." (scikit-learn's "150,4,setosa,versicolor,virginica"), used only when
+    everything it says checks out: the row count, one feature per column but the last, and the
+    last column's values exactly the codes 0 .. len(names) - 1. {} otherwise."""
+    if not preamble or not columns:
+        return {}
+    cells = [c.strip() for c in preamble[-1].split(delimiter)]
+    if len(cells) < 4 or not all(c.isdigit() for c in cells[:2]):
+        return {}
+    names = cells[2:]
+    if int(cells[0]) != rows or int(cells[1]) != len(columns) - 1:
+        return {}
+    if codes != {str(i) for i in range(len(names))} or any(not n or n.replace(".", "").isdigit() for n in names):
+        return {}
+    return {str(i): name for i, name in enumerate(names)}

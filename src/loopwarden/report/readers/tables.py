@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 import pandas as pd
 
 from ..record import TableProfile
-from .attributes import Naming
+from .attributes import Naming, class_labels
 from .dialect import Dialect, detect, unique_names
 from .profile import PROFILE_SECONDS, ColumnStats, NotATable, WholeProfile, profile_whole, text_stream
 
@@ -63,6 +63,7 @@ def read_delimited(
     numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
     whole = profile_whole(f, dialect, numeric, size=size, seconds=seconds)
     profile = _profile(rel, frame, whole, dialect, size)
+    _name_classes(profile, frame, dialect)
     comments = [line.lstrip("#%/ ").strip() for line in dialect.preamble if line.lstrip().startswith(("#", "%", "//"))]
     text = describe(rel, frame, profile, comments=comments, note=dialect.describe())
     return TableRead(profiles=[profile], text=text, comments=comments, frames={rel: frame}, read_bytes=whole.bytes_read)
@@ -80,6 +81,21 @@ def _name_from_description(dialect: Dialect, namer: Callable[[int], Naming | Non
         dialect.columns = list(naming.names)
         dialect.units.update(naming.units)
         dialect.names_from = naming.source
+
+
+def _name_classes(profile: TableProfile, frame: pd.DataFrame, dialect: Dialect) -> None:
+    """A coded class column named by the file's own metadata row (attributes.class_labels)."""
+    if dialect.header or not profile.complete or frame.empty or len(frame) < profile.rows:
+        return
+    last = profile.columns[-1]
+    codes = frame[last].dropna()
+    if not pd.api.types.is_integer_dtype(codes):
+        return
+    labels = class_labels(dialect.preamble, dialect.delimiter, profile.columns, profile.rows, set(codes.astype(str)))
+    if labels:
+        profile.labels[last] = labels
+        named = ", ".join(f"{code} = {name}" for code, name in labels.items())
+        profile.notes.append(f"the skipped first row names the values of {last}: {named} (its counts match the table)")
 
 
 def _sample_frame(f: BinaryIO, dialect: Dialect) -> pd.DataFrame:
