@@ -224,9 +224,10 @@ async def test_a_stream_that_stops_mid_way_hits_the_timeout_then_retries(server:
 
 
 async def test_a_slow_but_live_stream_is_not_cut(server: ScriptedServer) -> None:
-    # ~9 chunks 0.1 s apart: the whole stream takes longer than the timeout, no gap does.
-    server.push(stream("slow but sure, and alive", pieces=6, chunk_delay=0.1))
-    answer = await client(server, stream=True, timeout=0.4, max_retries=0).complete(ask())
+    # ~9 chunks 0.5 s apart: the whole stream takes longer than the timeout, no gap does (a gap
+    # may stretch fourfold on a loaded machine: a 0.4 s timeout over 0.1 s gaps failed once).
+    server.push(stream("slow but sure, and alive", pieces=6, chunk_delay=0.5))
+    answer = await client(server, stream=True, timeout=2.0, max_retries=0).complete(ask())
     assert answer.text == "slow but sure, and alive"
 
 

@@ -26,6 +26,7 @@ from desktopkit import (
     xdotool,
     xvfb_available,
 )
+from loopwarden.trace.store import RunStore
 
 pytestmark = pytest.mark.skipif(not xvfb_available(), reason="needs Xvfb and xdotool (.ci/apt/app.txt)")
 pytest.importorskip("PySide6.QtWebEngineWidgets", reason="needs the app extra")
@@ -155,6 +156,24 @@ def test_a_folder_that_vanishes_mid_run_ends_in_a_clear_state(tmp_path: Path, di
         _closes_leaving_nothing(app)
     finally:
         app.kill()
+
+
+def test_closing_mid_run_cancels_the_run_and_keeps_it(tmp_path: Path, display: str) -> None:
+    """A run waits at its first figure; the close button ends the app cleanly: the run is cancelled
+    (its events kept, `cancelled` in the store), the server stopped, no process left."""
+    data, state = copy_example(tmp_path), tmp_path / "state"
+    app = App(tmp_path, display, state)
+    try:
+        app.pick_folder(data)
+        assert app.js("(() => { document.querySelector('[name=approve_code]').checked = true; return true; })()")
+        run_id = _start_run(app)
+        app.wait_js("the first approval", "!document.getElementById('approvals-card').hidden", RUN_S)
+        _closes_leaving_nothing(app)
+        assert "loopwarden: cancelled 1 run(s) as the window closed" in app.stderr()
+    finally:
+        app.kill()
+    record = RunStore(state / "runs.db").get_run(run_id)
+    assert record.status == "cancelled" and record.message == "cancelled by request" and record.last_seq > 5
 
 
 def test_without_a_display_one_line_points_to_serve(tmp_path: Path, display: str) -> None:

@@ -19,6 +19,10 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 from server_jobs import free_port, parse_sse  # noqa: E402
 
+LOADED = 60.0
+"""Seconds an HTTP call to the server may take: on a machine busy with other work a live server
+can be slow to answer (httpx's default of 5 s failed once under load); a dead one fails at once."""
+
 
 @contextmanager
 def serve_process(state: Path, allowed: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
@@ -48,7 +52,7 @@ def serve_process(state: Path, allowed: Path) -> Iterator[tuple[subprocess.Popen
 
 
 def stored_events(base: str, run_id: str) -> list[dict[str, object]]:
-    response = httpx.get(f"{base}/api/runs/{run_id}/artifacts/events.jsonl", timeout=10)
+    response = httpx.get(f"{base}/api/runs/{run_id}/artifacts/events.jsonl", timeout=LOADED)
     return [json.loads(line) for line in response.text.splitlines()]
 
 
@@ -59,14 +63,12 @@ def test_sigkill_mid_run_leaves_an_interrupted_run_with_its_events(tmp_path: Pat
     state = tmp_path / "state"
 
     with serve_process(state, allowed) as (process, base):
-        run_id = httpx.post(f"{base}/api/runs", json={"folder": "exp"}).json()["id"]
+        run_id = httpx.post(f"{base}/api/runs", json={"folder": "exp"}, timeout=LOADED).json()["id"]
         deadline = time.monotonic() + 30
-        while httpx.get(f"{base}/api/runs/{run_id}").json()["last_seq"] < 60:
+        while httpx.get(f"{base}/api/runs/{run_id}", timeout=LOADED).json()["last_seq"] < 60:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        before = [
-            json.loads(line) for line in httpx.get(f"{base}/api/runs/{run_id}/artifacts/events.jsonl").text.splitlines()
-        ]
+        before = stored_events(base, run_id)
         # A second server on the same state folder refuses to start (it would interrupt live runs).
         second = subprocess.run(
             [sys.executable, "-m", "loopwarden.cli", "serve", "--port", str(free_port()), "--state-dir", str(state)],
@@ -74,23 +76,21 @@ def test_sigkill_mid_run_leaves_an_interrupted_run_with_its_events(tmp_path: Pat
             timeout=60,
         )
         assert second.returncode == 2 and b"another loopwarden server" in second.stderr
-        assert httpx.get(f"{base}/api/runs/{run_id}").json()["status"] == "running"
+        assert httpx.get(f"{base}/api/runs/{run_id}", timeout=LOADED).json()["status"] == "running"
         os.kill(process.pid, signal.SIGKILL)
         process.wait(10)
     assert len(before) >= 60
 
     with serve_process(state, allowed) as (_, base):
-        run = httpx.get(f"{base}/api/runs/{run_id}").json()
+        run = httpx.get(f"{base}/api/runs/{run_id}", timeout=LOADED).json()
         assert run["status"] == "interrupted" and run["finished_at"] is not None
-        after = [
-            json.loads(line) for line in httpx.get(f"{base}/api/runs/{run_id}/artifacts/events.jsonl").text.splitlines()
-        ]
+        after = stored_events(base, run_id)
         assert after[: len(before)] == before  # every event seen before the kill, unchanged
         assert [e["seq"] for e in after] == list(range(1, len(after) + 1))
         assert after[-1]["type"] == "run_interrupted"
         assert not any(e["type"] == "report_finished" for e in after)  # it really died mid-run
-        frames = parse_sse(httpx.get(f"{base}/api/runs/{run_id}/events", timeout=10).text)
+        frames = parse_sse(httpx.get(f"{base}/api/runs/{run_id}/events", timeout=LOADED).text)
         assert frames[-1]["event"] == "end" and json.loads(frames[-1]["data"])["status"] == "interrupted"
         assert len([f for f in frames if "id" in f]) == len(after)
         # The restarted server takes new runs.
-        assert httpx.post(f"{base}/api/runs", json={"folder": "exp"}).status_code == 202
+        assert httpx.post(f"{base}/api/runs", json={"folder": "exp"}, timeout=LOADED).status_code == 202
