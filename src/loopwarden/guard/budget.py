@@ -59,5 +59,8 @@ def _spent(reason: str, used: float, limit: float, unit: str) -> tuple[str, str]
     return reason, f"budget exhausted: {used:g} of {limit:g} {unit} used"
 
 
-HARD_BUDGET_REASONS = frozenset({"model_call_budget", "token_budget", "time_budget", "cost_budget"})
+HARD_BUDGET_REASONS = frozenset(
+    {"model_call_budget", "token_budget", "time_budget", "cost_budget"}
+    | {"conversation_model_call_budget", "conversation_token_budget", "conversation_cost_budget"}
+)
 """Budgets after which not even a wrap-up model call is made."""

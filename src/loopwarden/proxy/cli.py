@@ -36,6 +36,16 @@ def register(app: typer.Typer) -> None:
         max_cost: Annotated[
             float | None, typer.Option(help="Cost per task, from estimated tokens at --price.")
         ] = None,
+        conversation_max_model_calls: Annotated[
+            int | None, typer.Option(help="Model calls per conversation (all its tasks, from the history).")
+        ] = None,
+        conversation_max_tool_rounds: Annotated[int | None, typer.Option(help="Tool rounds per conversation.")] = None,
+        conversation_max_tokens: Annotated[
+            int | None, typer.Option(help="Tokens per conversation (estimated from the history).")
+        ] = None,
+        conversation_max_cost: Annotated[
+            float | None, typer.Option(help="Cost per conversation, from estimated tokens at --price.")
+        ] = None,
         price: Annotated[
             tuple[float, float] | None,
             typer.Option(help="The upstream's price per million tokens: INPUT OUTPUT.", show_default=False),
@@ -53,7 +63,15 @@ def register(app: typer.Typer) -> None:
         """Guard any agent's loops on the wire: an OpenAI-compatible proxy in front of UPSTREAM."""
         import uvicorn
 
+        from .conversation import ConversationLimits
         from .settings import ProxyOptionError, build_settings
+
+        conversation = ConversationLimits(
+            max_model_calls=conversation_max_model_calls,
+            max_tool_rounds=conversation_max_tool_rounds,
+            max_tokens=conversation_max_tokens,
+            max_cost=conversation_max_cost,
+        )
 
         try:
             settings = build_settings(
@@ -68,6 +86,7 @@ def register(app: typer.Typer) -> None:
                 max_tokens=max_tokens,
                 max_tool_rounds=max_tool_rounds,
                 max_cost=max_cost,
+                conversation=conversation,
                 price=price,
                 resume_entries=resume_cache,
                 db=db or (Path(os.environ["LOOPWARDEN_TRACE_DB"]) if os.environ.get("LOOPWARDEN_TRACE_DB") else None),

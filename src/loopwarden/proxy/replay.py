@@ -25,6 +25,7 @@ from ..guard.budget import Price
 from ..models.base import Message, ModelReply, ModelRequest, Usage
 from ..schema_tools import tool_from_schema
 from ..tools import Tool, ToolResult, business_failure
+from .conversation import ConversationLimits, spent_before, with_conversation
 from .history import BadRequest, Conversation, reply_from_message
 from .resume import HistoryHash, ResumeCache, history_hashes
 
@@ -46,12 +47,17 @@ class WirePolicy:
     price: Price | None = None
     """The upstream's price per million tokens, whatever model the client names (`--price`):
     the cost budget counts the estimated tokens at it."""
+    conversation: ConversationLimits = field(default_factory=ConversationLimits)
+    """Budgets over the whole conversation (conversation.py), next to the per-task ones."""
 
-    def config_for(self, model: str) -> LoopConfig:
-        if self.price is None:
-            return self.config
-        budgets = replace(self.config.budgets, prices={**self.config.budgets.prices, model: self.price})
-        return replace(self.config, budgets=budgets)
+    def config_for(self, model: str, opening: list[Message] | None = None) -> LoopConfig:
+        budgets = self.config.budgets
+        if self.price is not None:
+            budgets = replace(budgets, prices={**budgets.prices, model: self.price})
+        if self.conversation.any():
+            before = spent_before(opening or [], self.price)
+            budgets = with_conversation(budgets, self.conversation, before)
+        return self.config if budgets is self.config.budgets else replace(self.config, budgets=budgets)
 
 
 @dataclass
@@ -239,7 +245,7 @@ async def replay(
     else:
         session, events = _Session(conversation, body, upstream), []
         model = _ReplayModel(str(body.get("model") or "upstream"), session)
-        config = policy.config_for(model.name)
+        config = policy.config_for(model.name, conversation.opening)
         agent = Agent(model, wire_tools(body, session, policy), config=config, trace=False)
         stream = agent.stream(list(conversation.opening), run_id=run_id)
     live_turn: int | None = None

@@ -12,6 +12,7 @@ from ..guard import DEFAULT_DETECTORS
 from ..guard.budget import Budgets, Price
 from ..guard.ladder import Ladder
 from .app import ProxySettings
+from .conversation import ConversationLimits
 from .replay import WirePolicy
 from .resume import DEFAULT_ENTRIES
 
@@ -36,6 +37,7 @@ def build_settings(
     max_tokens: int | None = None,
     max_tool_rounds: int | None = None,
     max_cost: float | None = None,
+    conversation: ConversationLimits | None = None,
     price: tuple[float, float] | None = None,
     db: Path | None = None,
     resume_entries: int = DEFAULT_ENTRIES,
@@ -59,6 +61,12 @@ def build_settings(
         raise ProxyOptionError(f"unknown detector {sorted(unknown)}; known: {sorted(DEFAULT_DETECTORS)}")
     if max_cost is not None and price is None:
         raise ProxyOptionError("--max-cost needs --price INPUT OUTPUT (per million tokens) to count the cost by")
+    conversation = conversation or ConversationLimits()
+    if conversation.max_cost is not None and price is None:
+        raise ProxyOptionError("--conversation-max-cost needs --price INPUT OUTPUT (per million tokens)")
+    for name, value in vars(conversation).items():
+        if value is not None and value <= 0:
+            raise ProxyOptionError(f"--conversation-{name.replace('_', '-')} must be above 0, not {value}")
     if price is not None and min(price) < 0:
         raise ProxyOptionError(f"--price is two amounts per million tokens, input then output, not {price}")
     # A coding agent's task may take hundreds of tool rounds: only the budgets asked for hold here.
@@ -72,7 +80,9 @@ def build_settings(
         tool_timeout=None,
     )
     wire_price = Price(input=price[0], output=price[1]) if price is not None else None
-    policy = WirePolicy(config, frozenset(terminal), frozenset(repeatable), frozenset(writes), wire_price)
+    policy = WirePolicy(
+        config, frozenset(terminal), frozenset(repeatable), frozenset(writes), wire_price, conversation=conversation
+    )
     if resume_entries < 0:
         raise ProxyOptionError(f"--resume-cache is a number of paused runs (0 = off), not {resume_entries}")
     return ProxySettings(upstream=upstream, policy=policy, store_path=db, resume_entries=resume_entries)
