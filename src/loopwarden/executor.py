@@ -25,7 +25,7 @@ RETRYABLE_EXCEPTIONS: tuple[type[BaseException], ...] = (ConnectionError, Timeou
 """Besides these, httpx's transport errors are retryable (see exception_result)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Execution:
     result: ToolResult
     attempts: int

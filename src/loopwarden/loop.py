@@ -403,4 +403,4 @@ class Run:
 def _overriding(detectors: list[Detector], hook: str) -> list[Detector]:
     """The detectors whose `hook` does something (the base class's hooks do nothing)."""
     inert = getattr(Detector, hook)
-    return [d for d in detectors if hook in vars(d) or getattr(type(d), hook, None) is not inert]
+    return [d for d in detectors if hook in getattr(d, "__dict__", ()) or getattr(type(d), hook, None) is not inert]

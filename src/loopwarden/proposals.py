@@ -27,7 +27,7 @@ from .state import CallRecord
 from .tools import ArgumentsAsGiven, Tool, ToolRegistry, ToolResult
 
 
-@dataclass
+@dataclass(slots=True)
 class Proposal:
     call: ToolCall
     turn: int

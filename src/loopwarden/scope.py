@@ -88,6 +88,8 @@ class Scope:
         return found.wire_name
 
     def offered(self, narrowed: Iterable[str] = ()) -> list[str]:
+        if not narrowed and not self.discovered:  # the common turn: the base offer, as a new list
+            return list(self.base)
         hidden = set(narrowed)
         return [name for name in [*self.base, *self.discovered] if name not in hidden]
 

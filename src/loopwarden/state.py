@@ -14,7 +14,7 @@ ItemPredicate = Callable[[Any, ToolResult], bool]
 """(arguments, result) -> whether this result completes the item."""
 
 
-@dataclass
+@dataclass(slots=True)
 class CallRecord:
     turn: int
     call_id: str
@@ -30,7 +30,7 @@ class CallRecord:
     """A `write` tool: a new write is progress even when its result text is not new."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReplyRecord:
     """One model reply in the tool phase, as the text detectors see it."""
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import shiboken6
 from PySide6.QtCore import QObject, QStandardPaths, Qt, QTimer, QUrl, Signal, Slot
-from PySide6.QtGui import QCloseEvent, QDesktopServices, QKeySequence, QShortcut
+from PySide6.QtGui import QDesktopServices, QKeySequence, QShortcut
 from PySide6.QtWebEngineCore import (
     QWebEngineDownloadRequest,
     QWebEnginePage,
@@ -26,7 +26,7 @@ from PySide6.QtWebEngineCore import (
     QWebEngineUrlRequestInterceptor,
 )
 from PySide6.QtWebEngineWidgets import QWebEngineView
-from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow, QMessageBox
+from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow
 
 from .embedded import EmbeddedServer, app_settings
 from .instance import Instance
@@ -145,21 +145,6 @@ class Window(QMainWindow):
         self.raise_()
         self.activateWindow()
         print("loopwarden: another launch asked for this window; brought it to the front", file=sys.stderr, flush=True)
-
-    def closeEvent(self, event: QCloseEvent) -> None:
-        active = self.server.active_runs()
-        if active:
-            answer = QMessageBox.question(
-                self,
-                TITLE,
-                f"{active} run(s) still going. Cancel them and close? (Their events so far are kept.)",
-                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-                QMessageBox.StandardButton.No,
-            )
-            if answer != QMessageBox.StandardButton.Yes:
-                event.ignore()
-                return
-        event.accept()
 
     def _download(self, download: QWebEngineDownloadRequest) -> None:
         folder = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DownloadLocation) or str(Path.home())

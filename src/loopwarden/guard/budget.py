@@ -38,20 +38,25 @@ class Budgets:
 
     def exhausted(self, totals: Totals, elapsed: float) -> tuple[str, str] | None:
         """(stop_reason, message) for the first budget used up, checked before a model call."""
-        checks: list[tuple[float | None, float, str, str]] = [
-            (self.max_tool_rounds, totals.tool_rounds, "tool_round_budget", "tool rounds"),
-            (self.max_model_calls, totals.model_calls, "model_call_budget", "model calls"),
-            (self.max_tokens, totals.total_tokens, "token_budget", "tokens"),
-            (self.max_seconds, elapsed, "time_budget", "seconds"),
-            (self.max_cost, totals.cost, "cost_budget", "cost"),
-        ]
-        for limit, used, reason, unit in checks:
-            if limit is not None and used >= limit:
-                return reason, f"budget exhausted: {used:g} of {limit:g} {unit} used"
+        # Checked in this order; written out, as it runs before every model call.
+        if self.max_tool_rounds is not None and totals.tool_rounds >= self.max_tool_rounds:
+            return _spent("tool_round_budget", totals.tool_rounds, self.max_tool_rounds, "tool rounds")
+        if self.max_model_calls is not None and totals.model_calls >= self.max_model_calls:
+            return _spent("model_call_budget", totals.model_calls, self.max_model_calls, "model calls")
+        if self.max_tokens is not None and totals.total_tokens >= self.max_tokens:
+            return _spent("token_budget", totals.total_tokens, self.max_tokens, "tokens")
+        if self.max_seconds is not None and elapsed >= self.max_seconds:
+            return _spent("time_budget", elapsed, self.max_seconds, "seconds")
+        if self.max_cost is not None and totals.cost >= self.max_cost:
+            return _spent("cost_budget", totals.cost, self.max_cost, "cost")
         return None
 
     def remaining_seconds(self, elapsed: float) -> float | None:
         return None if self.max_seconds is None else max(self.max_seconds - elapsed, 0.0)
+
+
+def _spent(reason: str, used: float, limit: float, unit: str) -> tuple[str, str]:
+    return reason, f"budget exhausted: {used:g} of {limit:g} {unit} used"
 
 
 HARD_BUDGET_REASONS = frozenset({"model_call_budget", "token_budget", "time_budget", "cost_budget"})

@@ -72,8 +72,10 @@ def tail_cycle(sequence: Sequence[str], max_period: int, min_repeats: int = 2) -
         span = period
         while span < len(sequence) and sequence[-span - 1] == sequence[-span - 1 + period]:
             span += 1
+        if span // period < min_repeats:
+            continue
         pattern = tuple(sequence[-period:])
-        if span // period < min_repeats or not _primitive(pattern):
+        if not _primitive(pattern):
             continue
         if best is None or span > best.span:
             best = Cycle(pattern, span)
@@ -113,13 +115,15 @@ class CycleDetector(Detector):
 
     def on_calls(self, turn: int, records: list[CallRecord], state: RunState) -> Finding | None:
         news = novelty_of(state).total
+        counted = False
         for record in records:
             if not record.exempt:
                 self._sequence.append(record.fingerprint)
                 self._news.append(news)
                 self._tools[record.fingerprint] = record.tool
                 self._position += 1
-        if all(r.exempt for r in records):
+                counted = True
+        if not counted:
             return None
         del self._sequence[: -(self.window + self.max_period)]
         del self._news[: -(self.window + self.max_period)]

@@ -41,7 +41,7 @@ _ACTION_FOR_RUNG: dict[Rung, VerdictAction] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RepeatDecision:
     action: VerdictAction
     count: int
@@ -53,7 +53,7 @@ class RepeatDecision:
         return self.action != "stopped" and self.cached is None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Known:
     result: ToolResult
     turn: int

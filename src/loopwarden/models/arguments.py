@@ -27,7 +27,7 @@ TEMPLATE_TOKENS = re.compile(
 _FENCE = re.compile(r"^```[a-zA-Z_]*\s*(?P<inner>.*?)\s*```$", re.DOTALL)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Parsed:
     value: Any
     error: str | None = None
