@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import httpx
 import pytest
@@ -248,6 +248,65 @@ async def test_a_slow_sync_tool_times_out_in_its_worker_thread() -> None:
     ex, sleeps = executor(retry=RetryPolicy(max_attempts=2, base_delay=0.01))
     execution = await ex.run(blocking, args(blocking))
     assert execution.result.error_type == "timeout" and execution.attempts == 2 and len(sleeps.delays) == 1
+
+
+def times_out_once(side_effect: Literal["read", "write"], idempotent: bool) -> tuple[Tool, list[str]]:
+    """A tool whose first call does its work, then outlives its timeout; later calls are quick."""
+    runs: list[str] = []
+
+    @tool(side_effect=side_effect, idempotent=idempotent, timeout=0.05)
+    async def save(entry: str) -> str:
+        """Save an entry."""
+        runs.append(entry)
+        if len(runs) == 1:
+            await asyncio.Event().wait()  # only the timeout ends it
+        return "saved"
+
+    return save, runs
+
+
+async def test_a_write_that_times_out_runs_once_and_says_why_it_was_not_retried() -> None:
+    save, runs = times_out_once("write", idempotent=False)
+    ex, sleeps = executor(retry=FAST)
+    execution = await ex.run(save, args(save, entry="dose 5 ml"))
+    assert runs == ["dose 5 ml"] and execution.attempts == 1 and sleeps.delays == []
+    result = execution.result
+    assert result.error_type == "timeout" and result.retryable  # as it came: the model may decide
+    assert "not retried automatically: save writes and is not declared idempotent" in (result.message or "")
+
+
+async def test_a_write_whose_connection_fails_is_not_retried_either() -> None:
+    runs: list[int] = []
+
+    @tool(side_effect="write")
+    def post() -> str:
+        """Post a message."""
+        runs.append(1)
+        raise ConnectionResetError("peer reset")
+
+    ex, sleeps = executor(retry=FAST)
+    execution = await ex.run(post, args(post))
+    assert len(runs) == 1 and execution.attempts == 1 and sleeps.delays == []
+    assert execution.result.error_type == "connection_error" and "not retried" in (execution.result.message or "")
+
+
+@pytest.mark.parametrize(("side_effect", "idempotent"), [("read", False), ("write", True)])
+async def test_reads_and_idempotent_writes_are_retried_after_a_timeout(
+    side_effect: Literal["read", "write"], idempotent: bool
+) -> None:
+    save, runs = times_out_once(side_effect, idempotent)
+    ex, sleeps = executor(retry=FAST)
+    execution = await ex.run(save, args(save, entry="x"))
+    assert execution.result.ok and execution.attempts == 2 and runs == ["x", "x"] and len(sleeps.delays) == 1
+
+
+async def test_the_model_reads_why_a_timed_out_write_was_not_retried() -> None:
+    save, runs = times_out_once("write", idempotent=False)
+    model = ScriptedModel([call("save", {"entry": "a"}), "Not sure it was saved."])
+    result = await Agent(model, [save], config=LoopConfig(retry=FAST)).run("save a")
+    finished = [e for e in result.events if isinstance(e, ToolCallFinished)]
+    assert [(e.error_type, e.attempts) for e in finished] == [("timeout", 1)] and runs == ["a"]
+    assert "not retried automatically" in model.requests[1].messages[-1]["content"]
 
 
 async def test_after_a_timeout_the_run_continues() -> None:

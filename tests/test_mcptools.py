@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from loopwarden import ToolRegistry
+from loopwarden import RetryPolicy, ToolRegistry, ToolResult
+from loopwarden.executor import Executor, validate_arguments
 from loopwarden.mcp_results import SERVER_GONE
 from loopwarden.mcptools import MCPConnectionError, MCPTools, namespace_of
 from mcpkit import gone_within, silent_listener, silent_stdio, toolbox, toolbox_http, watchdog
@@ -36,13 +37,13 @@ async def test_stdio_lists_the_tools_under_the_servers_namespace_with_their_sche
         assert result.ok and result.data == {"result": "Oslo: 11.5 degrees, light rain"}
 
 
-async def test_annotations_map_onto_side_effect_and_approval_only_where_given() -> None:
+async def test_annotations_map_onto_side_effect_idempotent_and_approval_only_where_given() -> None:
     async with toolbox() as server:
-        flags = {t.name: (t.side_effect, t.requires_approval, t.repeatable) for t in server.tools}
-    assert flags["get_weather"] == ("read", False, False)  # readOnlyHint (idempotentHint changes nothing)
-    assert flags["delete_file"] == ("write", True, False)  # destructiveHint: the approval gate decides
-    assert flags["set_flag"] == ("write", False, False)  # destructiveHint false, idempotentHint true
-    assert flags["refuse"] == ("write", False, False)  # no annotations: the spec's defaults, no approval
+        flags = {t.name: (t.side_effect, t.idempotent, t.requires_approval, t.repeatable) for t in server.tools}
+    assert flags["get_weather"] == ("read", True, False, False)  # readOnlyHint, idempotentHint
+    assert flags["delete_file"] == ("write", False, True, False)  # destructiveHint: the approval gate decides
+    assert flags["set_flag"] == ("write", True, False, False)  # destructiveHint false, idempotentHint true
+    assert flags["refuse"] == ("write", False, False, False)  # no annotations: the spec's defaults, no approval
     assert server.annotations["delete_file"].destructive_hint is True
 
 
@@ -64,6 +65,19 @@ async def test_is_error_results_and_protocol_errors_are_structured_failures() ->
         wrong = await server.call("get_weather", {"city": 3})  # past the local schema check: the server's
         assert not wrong.ok and "city" in (wrong.message or "")
         assert (await server.call("get_weather", {"city": "Rome"})).ok  # the server is still fine
+
+
+async def test_a_write_without_idempotent_hint_that_times_out_is_run_once_by_the_executor() -> None:
+    async with toolbox(timeout=1.0) as server:
+        append = {t.name: t for t in server.tools}["append_entry"]
+        assert append.side_effect == "write" and not append.idempotent
+        executor = Executor(retry=RetryPolicy(max_attempts=3, base_delay=0.0, max_delay=0.0))
+        validated = validate_arguments(append, {"entry": "pump", "seconds": 600})
+        assert not isinstance(validated, ToolResult)
+        late = await executor.run(append, validated)  # the watchdog ends the test if the limit fails
+        assert late.attempts == 1 and late.result.error_type == "timeout" and late.result.retryable
+        assert "not retried automatically" in (late.result.message or "")
+        assert (await server.call("append_entry", {"entry": "valve"})).data == {"result": 2}  # pump went in once
 
 
 async def test_a_call_past_the_timeout_is_a_retryable_timeout_and_the_server_goes_on() -> None:
@@ -152,7 +166,7 @@ async def test_nothing_listening_on_the_port_is_a_connection_error() -> None:
 
 async def test_two_hundred_tools_are_listed_and_offered_behind_tool_search() -> None:
     async with toolbox("--many", "200") as server:
-        assert len(server.tools) == 208
+        assert len(server.tools) == 209
         search = server.tool_search()
         assert search is not None
         registry = ToolRegistry(server.tools)

@@ -320,3 +320,23 @@ def test_schemas_are_built_once_per_tool_and_offers_once_per_set(monkeypatch: py
     assert a.parameters == first[0]["function"]["parameters"]
     registry.add(tool(lambda z: z, name="c"))
     assert [t["function"]["name"] for t in registry.openai_tools()] == ["a", "b", "c"]
+
+
+def test_idempotent_is_declared_on_function_and_schema_tools_and_decides_automatic_retry() -> None:
+    from loopwarden.schema_tools import tool_from_schema
+
+    @tool(side_effect="write", idempotent=True)
+    def set_level(level: int) -> int:
+        """Set the level."""
+        return level
+
+    @tool(side_effect="write")
+    def append_line(line: str) -> str:
+        """Append a line."""
+        return line
+
+    put = tool_from_schema("put", {"type": "object"}, lambda **kw: kw, side_effect="write", idempotent=True)
+    assert set_level.idempotent and put.idempotent and not append_line.idempotent
+    assert set_level.retried_automatically and put.retried_automatically
+    assert not append_line.retried_automatically
+    assert tool_from_schema("get", None, lambda: 1).retried_automatically  # a read

@@ -1,5 +1,6 @@
 """The executor runs tools: arguments validated against the schema, a timeout per tool, a
-retry policy for retryable failures, several calls at once with results in proposal order.
+retry policy for retryable failures (reads and idempotent writes only: a write that timed out may
+have done its work), several calls at once with results in proposal order.
 Nothing a tool does escapes as an exception: every outcome is a `ToolResult`."""
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ class Executor:
         first = await self._attempt(tool, arguments)
         if not first.retryable:  # the common call: nothing to retry, no retrier to set up
             return Execution(first, 1, (time.perf_counter() - started) * 1000)
+        if not tool.retried_automatically:  # a write may have done its work before it failed
+            return Execution(_not_retried(tool, first), 1, (time.perf_counter() - started) * 1000)
         retrier = Retrier(self.retry, self.sleep, self.rng)
         tried = (first, time.perf_counter() - started)
         done = await retrier.run(lambda: self._attempt(tool, arguments), _wants_retry, tried=tried)
@@ -197,4 +200,13 @@ def _gave_up(result: ToolResult, attempts: int) -> ToolResult:
     if attempts <= 1:
         return result
     note = f"(failed {attempts} times, retried by the runtime)"
+    return result.model_copy(update={"message": f"{result.message} {note}" if result.message else note})
+
+
+def _not_retried(tool: Tool, result: ToolResult) -> ToolResult:
+    """A write's retryable failure as it came, saying why the runtime did not run it again."""
+    note = (
+        f"(not retried automatically: {tool.wire_name} writes and is not declared idempotent,"
+        " so it may have done its work; check before calling it again)"
+    )
     return result.model_copy(update={"message": f"{result.message} {note}" if result.message else note})

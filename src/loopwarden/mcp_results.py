@@ -10,9 +10,10 @@ Annotations are hints, read as the server declares them (a missing one as the ta
 - `destructiveHint: true` (and not read-only) -> `requires_approval=True`: the approval gate decides,
   or the run pauses (`approve_destructive=False` leaves it to the caller). An absent hint asks for
   no approval, although the spec's default is "destructive": every unannotated tool would pause.
-- `idempotentHint` -> nothing. `repeatable` tells the guard that identical calls are legitimate (a
-  poll whose answer may change); an idempotent tool is the opposite, an identical call changes
-  nothing, so its repeat is exactly what the ladder answers from memory and then stops.
+- `idempotentHint: true` -> `idempotent=True`: a write the executor may retry after a timeout or a
+  lost connection (a write without it runs once; the model is told it was not retried). It is not
+  `repeatable`: that tells the guard identical calls are legitimate (a poll whose answer may change);
+  an idempotent tool is the opposite, its repeat is what the ladder answers from memory and then stops.
 """
 
 from __future__ import annotations
@@ -34,11 +35,15 @@ or was closed): not retryable, its tools are gone for the rest of the run."""
 
 
 def annotation_flags(annotations: Any, *, approve_destructive: bool = True) -> dict[str, Any]:
-    """`side_effect` and `requires_approval` from a tool's `ToolAnnotations` (or None)."""
+    """`side_effect`, `idempotent` and `requires_approval` from a tool's `ToolAnnotations` (or None)."""
     read_only = getattr(annotations, "read_only_hint", None) is True
     side_effect: SideEffect = "read" if read_only else "write"
     destructive = getattr(annotations, "destructive_hint", None) is True and not read_only
-    return {"side_effect": side_effect, "requires_approval": approve_destructive and destructive}
+    return {
+        "side_effect": side_effect,
+        "idempotent": getattr(annotations, "idempotent_hint", None) is True,
+        "requires_approval": approve_destructive and destructive,
+    }
 
 
 def _block(content: Any) -> Any:

@@ -177,6 +177,10 @@ class Tool:
     terminal: bool = False
     repeatable: bool = False
     side_effect: SideEffect = "read"
+    idempotent: bool = False
+    """A write that is safe to repeat (setting a value, an upsert by key): the executor retries it
+    after a timeout or connection error, as it does reads. A write that is not idempotent is run
+    once; its retryable failure goes to the model saying it was not retried (it may have done its work)."""
     result_parser: ResultParser | None = business_failure
     timeout: float | None = None
     roles: frozenset[str] | None = None
@@ -223,6 +227,11 @@ class Tool:
     def openai_schema(self) -> dict[str, Any]:
         """The OpenAI tool entry. Computed once per tool and shared: treat it as read-only."""
         return self._wire_schema
+
+    @property
+    def retried_automatically(self) -> bool:
+        """Whether the executor retries a retryable failure: reads and idempotent writes."""
+        return self.side_effect != "write" or self.idempotent
 
     @property
     def runs_inline(self) -> bool:
@@ -326,6 +335,7 @@ def tool(
     terminal: bool = False,
     repeatable: bool = False,
     side_effect: SideEffect = "read",
+    idempotent: bool = False,
     result_parser: ResultParser | None = business_failure,
     timeout: float | None = None,
     roles: Iterable[str] | None = None,
@@ -345,6 +355,7 @@ def tool(
     terminal: bool = False,
     repeatable: bool = False,
     side_effect: SideEffect = "read",
+    idempotent: bool = False,
     result_parser: ResultParser | None = business_failure,
     timeout: float | None = None,
     roles: Iterable[str] | None = None,
@@ -370,6 +381,7 @@ def tool(
             terminal=terminal,
             repeatable=repeatable,
             side_effect=side_effect,
+            idempotent=idempotent,
             result_parser=result_parser,
             timeout=timeout,
             roles=frozenset(roles) if roles is not None else None,

@@ -64,7 +64,7 @@ async def test_two_hundred_tools_reach_the_model_through_tool_search() -> None:
         return text
 
     async with toolbox("--many", "200") as server:
-        assert len(server.tools) == 208
+        assert len(server.tools) == 209
 
         def reply(request: ModelRequest) -> ReplyLike:
             names = offered_tool_names(request)
@@ -81,7 +81,7 @@ async def test_two_hundred_tools_reach_the_model_through_tool_search() -> None:
     search = agent.tool_search
     assert search is not None and search.always == ("note",)
     first, second = (offered_tool_names(r) for r in model.requests[:2])
-    assert first == ["note", "search_tools"]  # the agent's own tool, and the search: not 208 schemas
+    assert first == ["note", "search_tools"]  # the agent's own tool, and the search: not 209 schemas
     assert len(second) <= 2 + search.max_discovered and any(n.startswith("toolbox__export_invoice") for n in second)
     assert result.status == "completed" and [e.ok for e in finished(result.events)] == [True, True]
 
@@ -111,7 +111,7 @@ async def test_any_of_the_two_hundred_tools_can_be_searched_for_and_called() -> 
             if not (calls and calls[0].ok and f"{target.name}: 0 records" in (calls[0].preview or "")):
                 missed.append(target.name)
     assert missed == []
-    assert largest_offer <= 1 + ToolSearch().max_discovered  # search_tools and what it found, never 208
+    assert largest_offer <= 1 + ToolSearch().max_discovered  # search_tools and what it found, never 209
 
 
 async def test_a_few_server_tools_are_offered_as_they_are_and_an_unopened_server_is_refused() -> None:

@@ -18,6 +18,7 @@ from loopwarden.examples.mcp_notes import add_catalogue, serve_http
 
 server = MCPServer("toolbox")
 STATE = {"counter": 0}
+LOG: list[str] = []
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
@@ -43,6 +44,14 @@ def increment() -> int:
     """Add one to the server's counter and return it."""
     STATE["counter"] += 1
     return STATE["counter"]
+
+
+@server.tool()
+async def append_entry(entry: str, seconds: float = 0.0) -> int:
+    """Append an entry to the server's log, then wait; returns how many entries the log holds."""
+    LOG.append(entry)
+    await anyio.sleep(seconds)
+    return len(LOG)
 
 
 @server.tool()
