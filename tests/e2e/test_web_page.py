@@ -144,6 +144,8 @@ def test_model_output_stays_text_and_nothing_remote_loads(tmp_path: Path, browse
         page.on("request", lambda request: requests.append(request.url))
         run_id = httpx.post(f"{base}/api/runs", json={"folder": "exp"}).json()["id"]
         page.goto(f"{base}/#/runs/{run_id}")
+        # The page opens its stream only after it has read the run, which takes longer on a loaded machine.
+        wait_until(page, "() => window.loopwarden.stream !== null", timeout=60_000)
         for _ in range(5):  # drop the connection repeatedly while events stream in
             page.wait_for_timeout(150)
             page.evaluate("window.loopwarden.stream.drop()")
