@@ -245,9 +245,38 @@ class ProposalChecker:
             p.validated = validated
 
 
+_PLAIN_FIELD_TYPES = frozenset({str, int, bool})
+_plain_models: dict[type[BaseModel], bool] = {}
+
+
+def _dumps_as_is(cls: type[BaseModel]) -> bool:
+    """Whether `model_dump(mode="json")` of this class is its fields' values as they are: every
+    field a str, int or bool (no float: JSON mode writes inf/nan as null), nothing that changes
+    what is dumped (serializers, computed fields, exclusions, extra fields)."""
+    found = _plain_models.get(cls)
+    if found is None:
+        decorators = cls.__pydantic_decorators__
+        found = _plain_models[cls] = (
+            cls.model_config.get("extra") != "allow"
+            and not decorators.field_serializers
+            and not decorators.model_serializers
+            and not cls.__pydantic_computed_fields__
+            and all(
+                f.annotation in _PLAIN_FIELD_TYPES and not f.metadata and not f.exclude
+                for f in cls.model_fields.values()
+            )
+        )
+    return found
+
+
 def normalised(validated: BaseModel) -> Any:
     """The arguments as validation made them: every field with its default, coerced values (a
     schema-declared tool's: the object as given, not wrapped in the field that carries it)."""
+    cls = type(validated)
+    if cls is ArgumentsAsGiven:
+        return validated.arguments  # type: ignore[attr-defined]
+    if _dumps_as_is(cls):
+        return dict(validated.__dict__)  # what model_dump(mode="json") gives, without it
     if isinstance(validated, ArgumentsAsGiven):
         return validated.arguments
     try:

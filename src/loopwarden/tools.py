@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import json
 import resource
 import time
+import types
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .context import context_now
 from .errors import ToolDefinitionError
+from .fastjson import encoder
 from .retry import is_retryable_status
 from .signatures import args_model as signature_model
 from .signatures import arguments_schema, parse_docstring
@@ -29,7 +30,7 @@ WIRE_NAMESPACE_SEP = "__"
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-_content_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+_content_json = encoder(ensure_ascii=False, separators=(", ", ": "), default=str)
 
 
 class ToolResult(BaseModel):
@@ -145,6 +146,24 @@ INLINE_AFTER = 3
 """Calls a sync tool of undeclared pace makes in a worker thread before it may run inline."""
 
 
+MAX_PACES_KEPT = 1024
+_paces: dict[tuple[Any, str], ToolPace] = {}
+
+
+def pace_of(fn: Callable[..., Any], name: str) -> ToolPace:
+    """The pace shared by the tools declared from this function's code under this name (a
+    wrapper whose code serves many functions, `functools.wraps` style, gets a pace of its own)."""
+    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__"):
+        return ToolPace()
+    key = (fn.__code__, name)
+    found = _paces.get(key)
+    if found is None:
+        if len(_paces) >= MAX_PACES_KEPT:
+            _paces.clear()
+        found = _paces[key] = ToolPace()
+    return found
+
+
 def _waits_so_far() -> int:
     """Times this thread has given up the CPU to wait (sleep, I/O, a lock): what tells a call that
     blocked from one the machine's load preempted (that is an involuntary switch). -1 where unknown."""
@@ -156,7 +175,11 @@ class ToolPace:
     """How an undeclared sync tool's calls went: it runs inline (no thread hop) once its first
     `INLINE_AFTER` calls returned within `INLINE_LIMIT_S`, and goes back to a worker thread for
     good (where the timeout holds) once a call took longer because it waited. A call slowed down
-    only by a busy machine does not count (where the platform tells the two apart)."""
+    only by a busy machine does not count (where the platform tells the two apart).
+
+    Tools declared with `tool()` from one function under one name share their pace (`pace_of`):
+    a tool declared afresh for each run (a closure over the run's data) keeps what earlier runs
+    learned instead of paying its first calls' thread hops again."""
 
     calls: int = 0
     blocks: bool = False
@@ -331,7 +354,7 @@ def tool(
         tool_name = name or func.__name__
         doc_description, arg_help = parse_docstring(func.__doc__)
         args_model, context_arg = signature_model(func, tool_name, arg_help)
-        return Tool(
+        declared = Tool(
             name=tool_name,
             description=description or doc_description or tool_name,
             fn=func,
@@ -350,6 +373,9 @@ def tool(
             blocking=blocking,
             rerun_on_recovery=rerun_on_recovery,
         )
+        if not declared.is_async:
+            object.__setattr__(declared, "pace", pace_of(func, tool_name))  # frozen: set once, here
+        return declared
 
     if fn is not None:
         return build(fn)

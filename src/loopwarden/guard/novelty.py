@@ -15,9 +15,10 @@ the cycle's last period; no_progress asks which calls returned something new.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from typing import TYPE_CHECKING, Any
+
+from ..fastjson import encoder
 
 if TYPE_CHECKING:
     from ..state import CallRecord, RunState
@@ -55,7 +56,7 @@ def _strip_volatile(value: Any) -> Any:
     return value
 
 
-_digest_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
+_digest_json = encoder(sort_keys=True, ensure_ascii=False, separators=(", ", ": "), default=str)
 
 
 def content_hash(result: ToolResult) -> str:
