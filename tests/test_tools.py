@@ -340,3 +340,29 @@ def test_idempotent_is_declared_on_function_and_schema_tools_and_decides_automat
     assert set_level.retried_automatically and put.retried_automatically
     assert not append_line.retried_automatically
     assert tool_from_schema("get", None, lambda: 1).retried_automatically  # a read
+
+
+def test_tools_declared_afresh_from_one_function_shape_share_their_argument_model() -> None:
+    def declare(default: object) -> Tool:
+        def read(path: str, offset: int = default) -> str:  # type: ignore[assignment]
+            """Read.
+
+            Args:
+                path: the file
+            """
+            return path
+
+        return tool(read)
+
+    first, again = declare(0), declare(0)
+    assert first.args_model is again.args_model  # built once per shape, not once per declaration
+    assert first.openai_schema() == again.openai_schema()
+    # 0 == False == 0.0, yet each is another default: another model, with its own default
+    others = [declare(False), declare(0.0), declare(-0.0), declare(1)]
+    assert len({id(t.args_model) for t in [first, *others]}) == 5
+    assert [t.args_model.model_fields["offset"].default for t in others] == [False, 0.0, -0.0, 1]
+    assert repr(others[2].parameters["properties"]["offset"]["default"]) == "-0.0"
+    # a default that is not a plain scalar is never shared: its model is built each time
+    assert declare([1]).args_model is not declare([1]).args_model
+    first.parameters["properties"].clear()  # a caller's copy: the shared schema is untouched
+    assert "path" in again.openai_schema()["function"]["parameters"]["properties"]

@@ -4,21 +4,23 @@ outcome of running it becomes a `ToolResult` the model can read."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
-import re
 import resource
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal, get_origin, get_type_hints, overload
+from typing import Any, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict
 
-from .context import RunContext, context_now
+from .context import context_now
 from .errors import ToolDefinitionError
 from .retry import is_retryable_status
+from .signatures import args_model as signature_model
+from .signatures import arguments_schema, parse_docstring
 
 SideEffect = Literal["read", "write"]
 
@@ -210,18 +212,15 @@ class Tool:
     @property
     def parameters(self) -> dict[str, Any]:
         """The arguments' JSON Schema, from the argument model (a subclass may give its own)."""
-        schema = self.args_model.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            if isinstance(prop, dict):
-                prop.pop("title", None)
-        return schema
+        return copy.deepcopy(arguments_schema(self.args_model))
 
     @cached_property
     def _wire_schema(self) -> dict[str, Any]:
+        own = type(self).parameters is not Tool.parameters  # a subclass's own schema
+        parameters = self.parameters if own else arguments_schema(self.args_model)  # shared, read-only
         return {
             "type": "function",
-            "function": {"name": self.wire_name, "description": self.description, "parameters": self.parameters},
+            "function": {"name": self.wire_name, "description": self.description, "parameters": parameters},
         }
 
     def openai_schema(self) -> dict[str, Any]:
@@ -285,45 +284,6 @@ class Tool:
         return ToolResult.success(raw)
 
 
-def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """The description (everything but the parameter section) and each argument's help, its
-    continuation lines included; Google, NumPy, reST and Epydoc styles (docstring_parser)."""
-    if not doc:
-        return "", {}
-    import docstring_parser
-
-    parsed = docstring_parser.parse(doc)
-    description = "\n\n".join(p for p in (parsed.short_description, parsed.long_description) if p)
-    arg_help = {p.arg_name: " ".join(p.description.split()) for p in parsed.params if p.description}
-    return description.strip(), arg_help
-
-
-def _is_context(annotation: Any) -> bool:
-    return annotation is RunContext or get_origin(annotation) is RunContext
-
-
-def _args_model(fn: Callable[..., Any], name: str, arg_help: dict[str, str]) -> tuple[type[BaseModel], str | None]:
-    """The model of the arguments the model gives, and the parameter that takes the RunContext."""
-    hints = get_type_hints(fn, include_extras=True)
-    fields: dict[str, Any] = {}
-    context_arg: str | None = None
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolDefinitionError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
-        annotation = hints.get(param.name, Any)
-        if _is_context(annotation):
-            if context_arg is not None:
-                raise ToolDefinitionError(f"tool {name!r}: more than one RunContext parameter")
-            context_arg = param.name
-            continue
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        help_text = arg_help.get(param.name)
-        fields[param.name] = (annotation, Field(default, description=help_text))
-    model_name = "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name)) + "Args"
-    model: type[BaseModel] = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
-    return model, context_arg
-
-
 @overload
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
@@ -369,8 +329,8 @@ def tool(
 
     def build(func: Callable[..., Any]) -> Tool:
         tool_name = name or func.__name__
-        doc_description, arg_help = _parse_docstring(func.__doc__)
-        args_model, context_arg = _args_model(func, tool_name, arg_help)
+        doc_description, arg_help = parse_docstring(func.__doc__)
+        args_model, context_arg = signature_model(func, tool_name, arg_help)
         return Tool(
             name=tool_name,
             description=description or doc_description or tool_name,
