@@ -4,7 +4,9 @@ streamed), measured in the same process, interleaved. An instant model that neve
 the recorder commit many rounds at once; the second pair of figures uses a model that yields to
 the event loop once per call, as a real client does, so there is at least one commit per call.
 The model and tools are instant, so the ratio is the worst case: a real model call takes far
-longer than the commits next to it.
+longer than the commits next to it. Wall and CPU time are both printed (CPU: the process's, every
+thread's, so the background WAL checkpoints count); the CPU ratio is the steadier one on a
+shared machine.
 
     python bench/bench_trace.py [--rounds 100] [--repeat 5]
 
@@ -28,14 +30,15 @@ from loopwarden.trace.exchanges import load_exchanges
 from loopwarden.trace.store import RunStore
 
 
-def once(rounds: int, db: Path | None, waits: bool = False) -> tuple[float, str]:
+def once(rounds: int, db: Path | None, waits: bool = False) -> tuple[float, float, str]:
+    """(wall, cpu, run id) of one run; cpu is the process's, every thread's (the checkpoints' too)."""
     config = LoopConfig(budgets=Budgets(max_tool_rounds=rounds + 5, max_model_calls=rounds + 5))
     agent = Agent(reader(rounds, waits=waits), [read_lines], config=config, trace=str(db) if db else False)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = asyncio.run(agent.run("read the log"))
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert result.status == "completed" and result.totals.tool_executions == rounds, result.stop_reason
-    return elapsed, result.run_id
+    return elapsed, cpu, result.run_id
 
 
 def main() -> None:
@@ -45,16 +48,15 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "runs.db"
-        bare_times, traced_times, run_id = [], [], ""
-        waiting_bare, waiting_traced = [], []
+        times: dict[tuple[bool, bool], list[tuple[float, float]]] = {}
+        run_id = ""
         for _ in range(args.repeat):  # interleaved, so load from other processes hits all alike
-            bare_times.append(once(args.rounds, None)[0])
-            elapsed, run_id = once(args.rounds, db)
-            traced_times.append(elapsed)
-            waiting_bare.append(once(args.rounds, None, waits=True)[0])
-            waiting_traced.append(once(args.rounds, db, waits=True)[0])
-        bare, traced = min(bare_times), min(traced_times)
-        w_bare, w_traced = min(waiting_bare), min(waiting_traced)
+            for waits in (False, True):
+                for traced in (False, True):
+                    wall, cpu, ran = once(args.rounds, db if traced else None, waits=waits)
+                    times.setdefault((waits, traced), []).append((wall, cpu))
+                    run_id = ran if traced and not waits else run_id
+        best = {key: (min(w for w, _ in runs), min(c for _, c in runs)) for key, runs in times.items()}
         store = RunStore(db)
         calls = len(load_exchanges(store, run_id))
         whole = sum(len(x.request.model_dump_json()) for x in load_exchanges(store, run_id))
@@ -63,14 +65,15 @@ def main() -> None:
             .execute("SELECT SUM(LENGTH(request)) FROM model_exchanges WHERE run_id = ?", (run_id,))
             .fetchone()[0]
         )
-    print(f"rounds: {args.rounds} ({calls} model calls), best of {args.repeat}")
-    print(f"untraced: {bare * 1000:8.1f} ms")
-    print(f"traced:   {traced * 1000:8.1f} ms ({(traced - bare) / calls * 1e6:.0f} us per model call)")
-    print(f"ratio traced/untraced: {traced / bare:.2f}")
-    print("a model that yields to the event loop once per call (as a real client does; a commit per model call):")
-    print(f"  untraced: {w_bare * 1000:8.1f} ms, traced: {w_traced * 1000:8.1f} ms")
-    per_call = (w_traced - w_bare) / calls * 1e6
-    print(f"  ratio traced/untraced: {w_traced / w_bare:.2f} ({per_call:.0f} us per model call)")
+    print(f"rounds: {args.rounds} ({calls} model calls), best of {args.repeat}, wall and cpu")
+    for waits, title in ((False, "an instant model"), (True, "a model that yields to the event loop once per call")):
+        (bare, bare_cpu), (traced, traced_cpu) = best[(waits, False)], best[(waits, True)]
+        print(f"{title}:")
+        print(f"  untraced: {bare * 1000:8.1f} ms wall, {bare_cpu * 1000:8.1f} ms cpu")
+        print(f"  traced:   {traced * 1000:8.1f} ms wall, {traced_cpu * 1000:8.1f} ms cpu")
+        per_call = (traced - bare) / calls * 1e6
+        print(f"  ratio traced/untraced: {traced / bare:.2f} wall, {traced_cpu / bare_cpu:.2f} cpu"
+              f" ({per_call:.0f} us wall per model call)")  # fmt: skip
     print(f"stored request bytes / whole requests: {stored / whole:.3f} ({stored} of {whole})")
 
 

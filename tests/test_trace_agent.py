@@ -4,6 +4,7 @@ and model exchanges in a real SQLite run store, also when the run raises or is c
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,7 @@ async def test_a_consumer_never_sees_an_event_the_store_does_not_have(tmp_path: 
     # batches, each before the consumer gets any of it. A consumer that stops early may leave
     # more in the store than it saw (the run got that far), never less, and the run row agrees.
     store = RunStore(tmp_path / "runs.db")
+    other = sqlite3.connect(store.path)  # a reader of its own, as another process would be
     cuts = ("run_started", "model_called", "tool_call_proposed", "guard_verdict", "tool_call_finished", "run_finished")
     for cut in cuts:
         run_id = f"cut-{cut}"
@@ -159,13 +161,17 @@ async def test_a_consumer_never_sees_an_event_the_store_does_not_have(tmp_path: 
         async with aclosing(Agent(reader_model(), [read_file], trace=store).stream("Read", run_id=run_id)) as events:
             async for event in events:
                 seen.append(event)
-                assert store.last_seq(run_id) >= event.seq  # committed before it was streamed
+                last_seq, status = other.execute("SELECT last_seq, status FROM runs WHERE id = ?", (run_id,)).fetchone()
+                assert last_seq >= event.seq  # committed before it was streamed
+                if isinstance(event, RunFinished):
+                    assert status == event.status  # and so is how it ended
                 if event.type == cut:
                     break
         stored = store.events(run_id)
         assert _dumps(stored[: len(seen)]) == _dumps(seen)
         finished = isinstance(stored[-1], RunFinished)
         assert store.get_run(run_id).status == (stored[-1].status if finished else "cancelled")  # type: ignore[attr-defined]
+    other.close()
 
 
 async def test_the_environment_traces_agents_built_while_it_is_set(

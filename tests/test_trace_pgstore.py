@@ -54,3 +54,30 @@ def test_rows_read_back_like_the_sqlite_store() -> None:
         assert [e.type for e in store.events(run.id)] == ["run_interrupted"]
         assert store.list_runs(status="interrupted")[0].params == {"a": [1, 2]}
         store.close()
+
+
+async def test_a_traced_agent_run_on_postgres_is_committed_before_each_event_is_streamed() -> None:
+    from contextlib import aclosing
+
+    from loopwarden import Agent
+    from loopwarden.events import RunFinished
+    from loopwarden.models.scripted import ScriptedModel, call
+    from loopwarden.trace.exchanges import load_exchanges
+    from trace_fixtures import read_file
+
+    with fresh_database() as url:
+        store, reader = PostgresRunStore(url), PostgresRunStore(url)  # the reader: another process's view
+        model = ScriptedModel([call("read_file", {"path": "a.txt"}), call("read_file", {"path": "b.txt"}), "done."])
+        seen = []
+        async with aclosing(Agent(model, [read_file], trace=store).stream("Read", run_id="pg-run")) as events:
+            async for event in events:
+                seen.append(event)
+                row = reader.get_run("pg-run")
+                assert row.last_seq >= event.seq  # committed before it was streamed
+                if isinstance(event, RunFinished):
+                    assert row.status == event.status == "completed"  # and so is how it ended
+        assert [e.model_dump() for e in reader.events("pg-run")] == [e.model_dump() for e in seen]
+        assert [x.request for x in load_exchanges(reader, "pg-run")] == model.requests
+        assert reader.get_run("pg-run").params["tools"] == ["read_file"]
+        store.close()
+        reader.close()

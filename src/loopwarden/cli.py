@@ -127,6 +127,10 @@ def build_app() -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
+        # Plain click help: rich's help formatter takes longer to import (about 0.3 s) than the
+        # rest of `loopwarden --help` together. A command's own help (loopwarden report --help)
+        # is still rich's, from that command's app.
+        rich_markup_mode=None,
     )
 
     @app.callback()

@@ -4,6 +4,7 @@ stopped within the in-process runtime's bound; a healthy run passes untouched.""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -31,15 +32,20 @@ def run_agent(base_url: str, max_turns: int = 40) -> tuple[str, list[str]]:
         read.append(path)
         return f"contents of {path}"
 
-    client = AsyncOpenAI(base_url=base_url, api_key="sk-agents", max_retries=0)
-    agent = Agent(
-        name="reader",
-        instructions="Read the files, then answer.",
-        tools=[read_file],
-        model=OpenAIChatCompletionsModel(model="upstream-model", openai_client=client),
-    )
-    result = Runner.run_sync(agent, "Summarise the files.", max_turns=max_turns)
-    return str(result.final_output), read
+    async def run() -> str:
+        # The client is closed on the loop that used it: left to the garbage collector, the SDK's
+        # client schedules its closing on whichever loop runs then (a later test's) and fails there.
+        async with AsyncOpenAI(base_url=base_url, api_key="sk-agents", max_retries=0) as client:
+            agent = Agent(
+                name="reader",
+                instructions="Read the files, then answer.",
+                tools=[read_file],
+                model=OpenAIChatCompletionsModel(model="upstream-model", openai_client=client),
+            )
+            result = await Runner.run(agent, "Summarise the files.", max_turns=max_turns)
+            return str(result.final_output)
+
+    return asyncio.run(run()), read
 
 
 def test_the_agents_sdk_is_stopped_through_the_proxy() -> None:

@@ -13,6 +13,8 @@ import json
 import time
 from typing import Any
 
+from pydantic_core import to_json
+
 from ..models.base import Model, ModelError, ModelReply, ModelRequest
 from ..models.cassette import Cassette, Interaction, RecordedError
 from .store import RunStore
@@ -57,16 +59,21 @@ def insert_exchange(
     error_json: str | None,
     base: int,
     prefix: int,
+    n: int | None = None,
+    run_row: bool = False,
 ) -> int:
-    """Write one exchange row in the open transaction `tx`; returns its number."""
+    """Write one exchange row in the open transaction `tx`; returns its number (`n`, if given,
+    else the run's next). `run_row`: the run's row is known to exist (else made if missing)."""
     now = time.time()
-    # A model call before the run's first event (none today) still has a run row to hang on.
-    tx.execute(
-        "INSERT OR IGNORE INTO runs (id, kind, status, created_at, updated_at) VALUES (?, 'agent', 'running', ?, ?)",
-        (run_id, now, now),
-    )
-    row = tx.execute("SELECT COALESCE(MAX(n), 0) FROM model_exchanges WHERE run_id = ?", (run_id,)).fetchone()
-    n = int(row[0]) + 1
+    if not run_row:  # a model call before the run's first event still has a run row to hang on
+        tx.execute(
+            "INSERT OR IGNORE INTO runs (id, kind, status, created_at, updated_at)"
+            " VALUES (?, 'agent', 'running', ?, ?)",
+            (run_id, now, now),
+        )
+    if n is None:
+        row = tx.execute("SELECT COALESCE(MAX(n), 0) FROM model_exchanges WHERE run_id = ?", (run_id,)).fetchone()
+        n = int(row[0]) + 1
     tx.execute(
         "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -152,6 +159,8 @@ class TracedModel:
         reply_json = None if reply is None else reply.model_dump_json()
         error_json = None if error is None else error.model_dump_json()
 
+        writer = self.writer
+
         def write(tx: Any) -> None:
             self._last_n = insert_exchange(
                 tx,
@@ -162,10 +171,12 @@ class TracedModel:
                 error_json=error_json,
                 base=self._last_n if shared else 0,
                 prefix=shared,
+                n=None if writer is None else writer.next_exchange(tx),
+                run_row=writer is not None and writer.opened,
             )
 
-        if self.writer is not None:
-            self.writer.add_rows(write)
+        if writer is not None:
+            writer.add_rows(write)
         else:  # in a worker thread, so the event loop never waits on SQLite
 
             def commit() -> None:
@@ -182,9 +193,11 @@ class TracedModel:
                 self._tools_json.clear()
             kept = self._tools_json[key] = (list(request.tools), json.dumps(request.tools, ensure_ascii=False))
         tools = kept[1]
-        head = json.dumps(
-            {"messages": added, "tool_choice": request.tool_choice},
-            ensure_ascii=False,
-            default=str,
-        )
+        # pydantic_core's encoder: the JSON json.dumps(..., ensure_ascii=False, default=str) would
+        # write, without its spaces, in a sixth of the time (tool results are long strings).
+        head_of = {"messages": added, "tool_choice": request.tool_choice}
+        try:
+            head = to_json(head_of, fallback=str).decode()
+        except ValueError:  # what it will not write (bytes that are not UTF-8): as json writes it
+            head = json.dumps(head_of, ensure_ascii=False, default=str)
         return f'{head[:-1]}, "tools": {tools}}}'

@@ -3,6 +3,7 @@ version number; never edit one that has shipped (stores in the field have alread
 
 from __future__ import annotations
 
+import sqlite3
 from typing import NamedTuple
 
 
@@ -87,3 +88,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
     ),
 )
+
+
+def split_statements(sql: str) -> list[str]:
+    """A migration's statements, one by one (each is executed on its own)."""
+    statements, current = [], ""
+    for line in sql.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    if current.strip():
+        statements.append(current.strip())
+    return statements

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 from ..events import Event
 from .migrations import MIGRATIONS, Migration
 from .records import StoredEvent
-from .store import RunNotFound, RunStore
+from .store import RunStore, insert_events
 
 EVENTS_CHANNEL = "loopwarden_events"
 WRITE_LOCK = 0x6C77_7374  # one advisory lock for all writers of the store ("lwst")
@@ -67,6 +66,10 @@ class _Connection:
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self.conn.cursor() as cursor:
+            cursor.executemany(_PLACEHOLDER.sub("%s", sql), rows)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> _Cursor:
         if sql == "BEGIN IMMEDIATE":
@@ -137,33 +140,34 @@ class PostgresRunStore(RunStore):
     def append_events(
         self, run_id: str, events: Sequence[Event], *, with_rows: Callable[[Any], None] | None = None, wait: bool = True
     ) -> list[int] | None:
-        """Each event as `append_event` commits it (the run's row locked, so writers of other runs
-        do not wait), after the rows that go with them; never without waiting (wait=False: None)."""
+        """In one transaction, as the SQLite store's: the rows that go with them (under the
+        store's write lock), then the events, numbered with the run's row locked (FOR UPDATE, so
+        writers of other runs do not wait), announced once with the commit. Never without
+        waiting (wait=False: None)."""
         if not wait:
             return None
-        if with_rows is not None:
-            with self._write() as tx:
+        with self._write() if with_rows is not None else self._transaction() as tx:
+            if with_rows is not None:
                 with_rows(tx)
-        return [self.append_event(run_id, event) for event in events]
+            if not events:
+                return []
+            seqs = insert_events(tx, run_id, events, lock=" FOR UPDATE")
+            tx.execute("SELECT pg_notify(?, ?)", (EVENTS_CHANNEL, run_id))
+        return seqs
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        """A transaction without the store's write lock (rows it writes lock themselves)."""
+        conn = self._connection()
+        with conn.conn.transaction():
+            yield conn
 
     def append_event(self, run_id: str, event: Event) -> int:
         """As the SQLite store's, but runs do not wait for each other: the run's row is locked
         (FOR UPDATE), not the whole store, and the notification goes out with the commit."""
-        conn = self._connection().conn
-        with conn.transaction():
-            row = conn.execute("SELECT last_seq FROM runs WHERE id = %s FOR UPDATE", (run_id,)).fetchone()
-            if row is None:
-                raise RunNotFound(run_id)
-            seq = int(row[0]) + 1
-            if event.seq != seq or event.run_id != run_id:
-                event = event.model_copy(update={"seq": seq, "run_id": run_id})
-            conn.execute(
-                "INSERT INTO events (run_id, seq, type, ts, data) VALUES (%s, %s, %s, %s, %s)",
-                (run_id, seq, event.type, event.ts, event.to_json()),
-            )
-            conn.execute("UPDATE runs SET last_seq = %s, updated_at = %s WHERE id = %s", (seq, time.time(), run_id))
-            conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, run_id))
-        return seq
+        seqs = self.append_events(run_id, [event])
+        assert seqs is not None
+        return seqs[0]
 
     def event_rows(self, run_id: str, after_seq: int = 0, *, limit: int | None = None) -> list[StoredEvent]:
         rows = self._connection().execute(

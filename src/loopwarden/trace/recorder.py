@@ -10,9 +10,9 @@ one transaction, with the model exchanges of that stretch, and only then reach t
 So a consumer sees nothing the store does not have; a consumer that stops reading may leave in
 the store a few events it did not get to (the rest of that stretch, quick inline tools included).
 
-The run row is created at the first event and closed with the final status, stop reason and
-totals at `run_finished`; a stream that raises, is cancelled or is left unread leaves the run
-`failed` or `cancelled` with every event up to that point kept.
+The run row is created with the first batch and closed with the final status, stop reason and
+totals in the transaction of the last (`run_finished`'s); a stream that raises, is cancelled or
+is left unread leaves the run `failed` or `cancelled` with every event up to that point kept.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..events import Event, RunFinished, RunStarted
-from .store import RunStore
-from .writer import Rest, RunWriter, next_now
+from .store import RunNotFound, RunStatus, RunStore, open_run, update_status
+from .writer import Rest, Row, RunWriter, next_now
 
 
 class TraceRecorder:
@@ -63,13 +63,14 @@ class TraceRecorder:
                 if writer is None:
                     writer = self.writer or RunWriter(self.store, event.run_id)
                     writer.run_id = event.run_id
-                    await asyncio.to_thread(self._open, event)
+                    writer.open(self._opening(event))  # the run row, in the first batch's transaction
                 writer.events.append(event)
                 if isinstance(event, RunFinished):
+                    # The run row says how it ended in the last events' transaction, before anyone is told.
+                    writer.closing = _closing(event)
                     ready_events = await writer.flush()
-                    await asyncio.to_thread(self._close, event)  # the run row says how it ended...
                     finished = True
-                    for ready in ready_events:  # ...before anyone is told
+                    for ready in ready_events:
                         yield ready
                 elif writer.full:
                     for ready in await writer.flush():
@@ -82,34 +83,41 @@ class TraceRecorder:
             if rest is not None:
                 await rest.cancel()
             if writer is not None and not finished:
+                writer.closing = _status(writer.run_id, "cancelled", message="the run was cancelled")
                 writer.flush_now()
-                self.store.set_status(writer.run_id, "cancelled", message="the run was cancelled")
             raise
         except Exception as error:
             if writer is not None and not finished:
+                writer.closing = _status(writer.run_id, "failed", message=f"{type(error).__name__}: {error}")
                 writer.flush_now()
-                self.store.set_status(writer.run_id, "failed", message=f"{type(error).__name__}: {error}")
             raise
         finally:
             if self.on_done is not None:
                 self.on_done()
 
-    def _open(self, first: Event) -> None:
+    def _opening(self, first: Event) -> Row:
         params = dict(self.params)
         if isinstance(first, RunStarted):
             params.setdefault("intent", first.intent)
             params.setdefault("model", first.model)
             params.setdefault("tools", first.tools)
-        if self.store.find_run(first.run_id) is None:
-            self.store.create_run(kind=self.kind, params=params, status="running", run_id=first.run_id)
-        else:
-            self.store.set_status(first.run_id, "running")
+        run_id, kind = first.run_id, self.kind
+        return lambda tx: open_run(tx, run_id, kind=kind, params=params)
 
-    def _close(self, last: RunFinished) -> None:
-        self.store.set_status(
-            last.run_id,
-            last.status,
-            stop_reasons=[last.stop_reason],
-            totals=last.totals.model_dump(),
-            message=str(last.output)[:500] if last.output is not None else "",
-        )
+
+def _closing(last: RunFinished) -> Row:
+    return _status(
+        last.run_id,
+        last.status,
+        stop_reasons=[last.stop_reason],
+        totals=last.totals.model_dump(),
+        message=str(last.output)[:500] if last.output is not None else "",
+    )
+
+
+def _status(run_id: str, status: RunStatus, **fields: Any) -> Row:
+    def write(tx: Any) -> None:
+        if update_status(tx, run_id, status, **fields) == 0:
+            raise RunNotFound(run_id)
+
+    return write

@@ -22,7 +22,8 @@ from typing import Any
 
 from ..errors import RunNotFound as RunNotFound  # its home is loopwarden.errors
 from ..events import Event
-from .migrations import MIGRATIONS, Migration
+from . import checkpoint
+from .migrations import MIGRATIONS, Migration, split_statements
 from .records import (
     ACTIVE_STATUSES,
     FINAL_STATUSES,
@@ -54,18 +55,6 @@ __all__ = [
 def new_run_id() -> str:
     """128 random bits: run ids are capabilities in URLs, so they must not be guessable."""
     return secrets.token_hex(16)
-
-
-def _split_statements(sql: str) -> list[str]:
-    statements, current = [], ""
-    for line in sql.splitlines(keepends=True):
-        current += line
-        if sqlite3.complete_statement(current):
-            statements.append(current.strip())
-            current = ""
-    if current.strip():
-        statements.append(current.strip())
-    return statements
 
 
 class RunStore:
@@ -112,7 +101,7 @@ class RunStore:
     def _write_now(self) -> Iterator[sqlite3.Connection | None]:
         """A write transaction if no other writer holds the store this instant, else None (and
         nothing waits): for the event loop's own thread, which must never wait on a lock. Its
-        connection leaves WAL checkpoints to the others (a checkpoint can take a while)."""
+        connection leaves WAL checkpoints to a background thread (trace/checkpoint.py)."""
         conn: sqlite3.Connection | None = getattr(self._local, "now", None)
         if conn is None:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=0)
@@ -133,6 +122,7 @@ class RunStore:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        checkpoint.committed(self.path)  # checkpointed in the background, never on this thread
 
     def close(self) -> None:
         with self._lock:
@@ -153,7 +143,7 @@ class RunStore:
                 # Re-checked inside the write lock: another process may have just applied it.
                 if tx.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)).fetchone():
                     continue
-                for statement in _split_statements(migration.sql):
+                for statement in split_statements(migration.sql):
                     tx.execute(statement)
                 tx.execute(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
@@ -236,27 +226,8 @@ class RunStore:
         stop_reasons: list[str] | None = None,
         totals: dict[str, Any] | None = None,
     ) -> RunRecord:
-        now = time.time()
-        sets = ["status = ?", "updated_at = ?"]
-        values: list[Any] = [status, now]
-        if status == "running":
-            sets.append("started_at = COALESCE(started_at, ?)")
-            values.append(now)
-        if status in FINAL_STATUSES:
-            sets.append("finished_at = ?")
-            values.append(now)
-        if message is not None:
-            sets.append("message = ?")
-            values.append(message)
-        if stop_reasons is not None:
-            sets.append("stop_reasons = ?")
-            values.append(json.dumps(stop_reasons))
-        if totals is not None:
-            sets.append("totals = ?")
-            values.append(json.dumps(totals))
         with self._write() as tx:
-            cursor = tx.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
-            if cursor.rowcount == 0:
+            if update_status(tx, run_id, status, message=message, stop_reasons=stop_reasons, totals=totals) == 0:
                 raise RunNotFound(run_id)
         return self.get_run(run_id)
 
@@ -318,7 +289,7 @@ class RunStore:
                 return None
             if with_rows is not None:
                 with_rows(tx)
-            return _insert_events(tx, run_id, events) if events else []
+            return insert_events(tx, run_id, events) if events else []
 
     def event_rows(self, run_id: str, after_seq: int = 0, *, limit: int | None = None) -> list[StoredEvent]:
         rows = self._connection().execute(
@@ -400,18 +371,58 @@ class RunStore:
         return self.approval(run_id, call_id) if decided else None
 
 
-def _insert_events(tx: Any, run_id: str, events: Sequence[Event]) -> list[int]:
-    row = tx.execute("SELECT last_seq FROM runs WHERE id = ?", (run_id,)).fetchone()
+def update_status(
+    tx: Any,
+    run_id: str,
+    status: RunStatus,
+    *,
+    message: str | None = None,
+    stop_reasons: list[str] | None = None,
+    totals: dict[str, Any] | None = None,
+) -> int:
+    """Set a run's status (and what comes with it) in the open transaction `tx`; returns the
+    number of rows updated (0: no such run)."""
+    now = time.time()
+    sets = ["status = ?", "updated_at = ?"]
+    values: list[Any] = [status, now]
+    if status == "running":
+        sets.append("started_at = COALESCE(started_at, ?)")
+        values.append(now)
+    if status in FINAL_STATUSES:
+        sets.append("finished_at = ?")
+        values.append(now)
+    for column, value in (("message", message), ("stop_reasons", stop_reasons), ("totals", totals)):
+        if value is not None:
+            sets.append(f"{column} = ?")
+            values.append(value if isinstance(value, str) else json.dumps(value))
+    return int(tx.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id)).rowcount)
+
+
+def open_run(tx: Any, run_id: str, *, kind: str, params: dict[str, Any]) -> None:
+    """In the open transaction `tx`: the run's row, new and running, or an existing run's set
+    running again (a resumed run keeps its params and its first start)."""
+    now = time.time()
+    tx.execute(
+        "INSERT INTO runs (id, kind, status, created_at, updated_at, started_at, params)"
+        " VALUES (?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = 'running',"
+        " updated_at = excluded.updated_at, started_at = COALESCE(runs.started_at, excluded.started_at)",
+        (run_id, kind, now, now, now, json.dumps(params)),
+    )
+
+
+def insert_events(tx: Any, run_id: str, events: Sequence[Event], *, lock: str = "") -> list[int]:
+    """Number `events` after the run's last and insert them; `lock` is appended to the query
+    that reads the last number (Postgres: " FOR UPDATE")."""
+    row = tx.execute(f"SELECT last_seq FROM runs WHERE id = ?{lock}", (run_id,)).fetchone()
     if row is None:
         raise RunNotFound(run_id)
     first = int(row["last_seq"]) + 1
+    rows = []
     for seq, event in enumerate(events, first):
         if event.seq != seq or event.run_id != run_id:
             event = event.model_copy(update={"seq": seq, "run_id": run_id})
-        tx.execute(
-            "INSERT INTO events (run_id, seq, type, ts, data) VALUES (?, ?, ?, ?, ?)",
-            (run_id, seq, event.type, event.ts, event.to_json()),
-        )
+        rows.append((run_id, seq, event.type, event.ts, event.to_json()))
+    tx.executemany("INSERT INTO events (run_id, seq, type, ts, data) VALUES (?, ?, ?, ?, ?)", rows)
     last = first + len(events) - 1
     tx.execute("UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ?", (last, time.time(), run_id))
     return list(range(first, last + 1))

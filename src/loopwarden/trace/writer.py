@@ -5,7 +5,9 @@ A run tells its events in bursts: everything between two waits (on the model, on
 thread, on a person's approval) is computed at once. `RunWriter` keeps a burst's events and the
 model exchanges that came with them, and `flush()` commits them in one transaction: on the
 event loop's own thread when no other writer holds the store (a commit takes tens of
-microseconds; no lock is ever waited for there), else in a worker thread. `next_now()` is how
+microseconds; no lock is ever waited for there, and no WAL checkpoint runs there: see
+trace/checkpoint.py), else in a worker thread. The run's row is made running in the first of
+these transactions and given its final status in the last. `next_now()` is how
 the recorder knows a burst has ended: it steps the run to its next event and reports whether it
 got there without waiting.
 """
@@ -25,19 +27,23 @@ Row = Callable[[Any], None]
 
 MAX_BATCH = 64
 """Events kept at most before a commit, however long a run goes without waiting."""
-THREAD_EVERY = 64
-"""Every this many inline commits one goes through a worker thread, whose connection runs the
-WAL checkpoints the event loop's connection leaves alone."""
 
 
 class RunWriter:
-    """A run's rows waiting for their transaction, and the commit that makes them durable."""
+    """A run's rows waiting for their transaction, and the commit that makes them durable.
+
+    `opening` and `closing` (the run row made running, its final status) go in the same
+    transaction as the first and the last events: a run costs no transaction of its own."""
 
     def __init__(self, store: RunStore, run_id: str) -> None:
         self.store, self.run_id = store, run_id
         self.events: list[Event] = []
         self.rows: list[Row] = []
-        self._inline_commits = 0
+        self.opening: Row | None = None
+        self.closing: Row | None = None
+        self.opened = False
+        """Whether the run's row is written or will be, before any row of this writer."""
+        self._exchanges: int | None = None  # the run's last model exchange number, once read
 
     @property
     def full(self) -> bool:
@@ -46,27 +52,48 @@ class RunWriter:
     def add_rows(self, rows: Row) -> None:
         self.rows.append(rows)
 
+    def open(self, rows: Row) -> None:
+        """Write the run's row (`rows`) first, in the transaction of the next flush."""
+        self.opening, self.opened = rows, True
+
+    def next_exchange(self, tx: Any) -> int:
+        """The number of the run's next model exchange (read from the store once per writer:
+        every model of the run writes its exchanges through this writer)."""
+        if self._exchanges is None:
+            row = tx.execute("SELECT COALESCE(MAX(n), 0) FROM model_exchanges WHERE run_id = ?", (self.run_id,))
+            self._exchanges = int(row.fetchone()[0])
+        self._exchanges += 1
+        return self._exchanges
+
+    def _take(self) -> tuple[list[Event], Row | None]:
+        events, rows = self.events, self.rows
+        if self.opening is not None:
+            rows.insert(0, self.opening)
+        if self.closing is not None:
+            rows.append(self.closing)
+        self.events, self.rows, self.opening, self.closing = [], [], None, None
+        return events, _all(rows) if rows else None
+
     async def flush(self) -> list[Event]:
         """Commit what is pending; returns the events now durable, in order."""
-        events, rows = self.events, self.rows
-        if not events and not rows:
+        events, with_rows = self._take()
+        if not events and with_rows is None:
             return []
-        self.events, self.rows = [], []
-        with_rows = _all(rows) if rows else None
-        may_inline = self._inline_commits < THREAD_EVERY - 1
-        if may_inline and self.store.append_events(self.run_id, events, with_rows=with_rows, wait=False) is not None:
-            self._inline_commits += 1
-            return events
-        self._inline_commits = 0
-        await asyncio.to_thread(self.store.append_events, self.run_id, events, with_rows=with_rows)
+        try:
+            if self.store.append_events(self.run_id, events, with_rows=with_rows, wait=False) is not None:
+                return events
+            await asyncio.to_thread(self.store.append_events, self.run_id, events, with_rows=with_rows)
+        except BaseException:
+            self._exchanges = None  # rolled back: read again at the next exchange
+            raise
         return events
 
     def flush_now(self) -> None:
         """Commit what is pending from a run that is ending badly (waits if it must)."""
-        events, rows = self.events, self.rows
-        self.events, self.rows = [], []
-        if events or rows:
-            self.store.append_events(self.run_id, events, with_rows=_all(rows) if rows else None)
+        events, with_rows = self._take()
+        if events or with_rows is not None:
+            self._exchanges = None
+            self.store.append_events(self.run_id, events, with_rows=with_rows)
 
 
 def _all(rows: list[Row]) -> Row:

@@ -1,0 +1,62 @@
+"""The event loop's commits never checkpoint the write-ahead log themselves: every few of them a
+passive checkpoint is asked of one background thread (trace/checkpoint.py), which copies the log
+into the database and never creates a store that is gone."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from loopwarden.events import EventStamper, NudgeInjected
+from loopwarden.trace import checkpoint
+from loopwarden.trace.store import RunStore
+from loopwarden.trace.writer import RunWriter
+
+
+async def test_every_few_commits_on_the_event_loop_ask_for_one_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[Path] = []
+    monkeypatch.setattr(checkpoint, "request", asked.append)
+    store = RunStore(tmp_path / "runs.db")
+    store.create_run(run_id="r")
+    writer, stamp = RunWriter(store, "r"), EventStamper("r")
+    for i in range(2 * checkpoint.EVERY):
+        writer.events.append(stamp(NudgeInjected, turn=i, detector="cycle", text=f"nudge {i}"))
+        await writer.flush()  # the store is free: each commit is made on this thread
+    assert asked == [store.path, store.path]
+    assert store.last_seq("r") == 2 * checkpoint.EVERY
+
+
+def test_a_checkpoint_copies_the_log_into_the_database(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("PRAGMA journal_mode = WAL")
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("CREATE TABLE t (x TEXT)")
+    for i in range(20):
+        writer.execute("INSERT INTO t VALUES (?)", (f"row {i}" * 100,))
+    assert _rows_in_the_database_file(db, tmp_path / "before.db") == 0  # all in the log so far
+    checkpoint.checkpoint(db)
+    assert _rows_in_the_database_file(db, tmp_path / "after.db") == 20
+    writer.close()
+
+
+def _rows_in_the_database_file(db: Path, copy: Path) -> int:
+    """Rows of t in the database file alone (a copy without its log), 0 if not even the table is."""
+    shutil.copyfile(db, copy)
+    with closing(sqlite3.connect(copy)) as conn:
+        try:
+            return int(conn.execute("SELECT COUNT(*) FROM t").fetchone()[0])
+        except sqlite3.OperationalError:  # no such table
+            return 0
+
+
+def test_a_store_that_is_gone_is_not_made_again(tmp_path: Path) -> None:
+    checkpoint.checkpoint(tmp_path / "gone.db")
+    checkpoint.checkpoint(tmp_path / "no-such-folder" / "gone.db")
+    assert list(tmp_path.iterdir()) == []
