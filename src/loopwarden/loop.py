@@ -98,7 +98,7 @@ class Run:
         self.approvals = ApprovalReview(agent.approvals, self.stamp, lambda: self.messages)
         roles = agent.principal.roles if agent.principal else None
         self.scope = Scope(agent.registry, roles, RunClock(agent.clock), agent.tool_search)
-        self.checker = ProposalChecker(agent.registry, self.repeats, roles, self.scope.arguments.prepare)
+        self.checker = ProposalChecker(agent.registry, self.repeats, roles, self.scope.arguments)
         self.executor = Executor(
             retry=self.config.retry,
             default_timeout=self.config.tool_timeout,

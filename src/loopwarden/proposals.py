@@ -9,7 +9,6 @@ their schema types), so `{"path": "a"}`, `{"path": "a", "offset": 0}` and `{"off
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +21,7 @@ from .guard.repeat import DETECTOR, RepeatDecision, RepeatGuard, repeat_notice
 from .models.arguments import parse_arguments
 from .models.base import ToolCall
 from .permissions import refusal
-from .slots import Prepared
+from .slots import ArgumentPolicy
 from .state import CallRecord
 from .tools import ArgumentsAsGiven, Tool, ToolRegistry, ToolResult
 
@@ -159,11 +158,11 @@ class ProposalChecker:
         registry: ToolRegistry,
         repeats: RepeatGuard,
         roles: frozenset[str] | None,
-        prepare: Callable[[Tool, Any], Prepared] | None = None,
+        policy: ArgumentPolicy | None = None,
     ) -> None:
         self.registry, self.repeats, self.roles = registry, repeats, roles
-        self.prepare = prepare
-        """Normalises and pins arguments (slots.ArgumentPolicy) before fingerprint and validation."""
+        self.policy = policy
+        """Normalises and pins arguments before fingerprint and validation (when it has anything to)."""
         self.duplicates_avoided = 0
         self._batch_turn = -1
         self._batch: dict[str, Proposal] = {}  # fingerprint -> its first runnable call this turn
@@ -172,7 +171,8 @@ class ProposalChecker:
         parsed = parse_arguments(call.arguments)
         arguments, parse_error = parsed.value, parsed.error
         tool = self.registry.get(call.name)
-        prepared = self.prepare(tool, arguments) if tool and self.prepare and parse_error is None else None
+        policy = self.policy if tool is not None and parse_error is None else None
+        prepared = policy.prepare(tool, arguments) if policy is not None and policy.active else None  # type: ignore[arg-type]
         arguments = prepared.arguments if prepared else arguments
         validated = validate_arguments(tool, arguments) if tool is not None and parse_error is None else None
         if validated is not None and not isinstance(validated, ToolResult):

@@ -22,6 +22,7 @@ from .fastjson import encoder
 from .retry import is_retryable_status
 from .signatures import args_model as signature_model
 from .signatures import arguments_schema, parse_docstring
+from .trusted import trusted
 
 SideEffect = Literal["read", "write"]
 
@@ -70,6 +71,11 @@ class ToolResult(BaseModel):
 
     def to_model_content(self) -> str:
         """The tool message content: compact JSON, only the fields that say something."""
+        fields = self.__dict__
+        if fields["ok"] and fields["message"] is None and fields["user_action"] is fields["error_type"] is None:
+            data = fields["data"]  # the common result: data alone
+            if type(data) in _SCALARS:
+                return _content_json({"ok": True} if data is None else {"ok": True, "data": data})
         if type(self.data) in _SCALARS:  # what model_dump would give, without it
             payload = {k: v for k, v in self.__dict__.items() if v is not None}
         else:
@@ -224,11 +230,11 @@ class Tool:
     instead of replaying its recorded result. It must be safe to run twice; a model call it makes
     is still a step, never paid twice."""
 
-    @property
+    @cached_property
     def qualified_name(self) -> str:
         return f"{self.namespace}.{self.name}" if self.namespace else self.name
 
-    @property
+    @cached_property
     def wire_name(self) -> str:
         return self.qualified_name.replace(".", WIRE_NAMESPACE_SEP)
 
@@ -277,16 +283,12 @@ class Tool:
         """Run a sync tool on the calling thread (no timeout can interrupt it), timing it."""
         return self._timed(self._kwargs(arguments))
 
-    @cached_property
-    def _arg_names(self) -> tuple[str, ...]:
-        return tuple(self.args_model.model_fields)
-
     def _kwargs(self, arguments: BaseModel) -> dict[str, Any]:
-        names = self._arg_names if type(arguments) is self.args_model else tuple(type(arguments).model_fields)
-        kwargs = {name: getattr(arguments, name) for name in names}
+        """The function's keyword arguments: the validated fields (pydantic keeps exactly those in
+        `__dict__`; passed on with `**`, never changed), and the run context if it takes one."""
         if self.context_arg is not None:
-            kwargs[self.context_arg] = context_now()
-        return kwargs
+            return {**arguments.__dict__, self.context_arg: context_now()}
+        return arguments.__dict__
 
     def _timed(self, kwargs: dict[str, Any]) -> Any:
         if self.blocking is not None:
@@ -304,7 +306,7 @@ class Tool:
             failure = self.result_parser(raw)
             if failure is not None:
                 return failure
-        return ToolResult.success(raw)
+        return trusted(ToolResult, {"ok": True, "data": raw})  # ToolResult.success(raw), built unchecked
 
 
 @overload
