@@ -366,3 +366,21 @@ def test_tools_declared_afresh_from_one_function_shape_share_their_argument_mode
     assert declare([1]).args_model is not declare([1]).args_model
     first.parameters["properties"].clear()  # a caller's copy: the shared schema is untouched
     assert "path" in again.openai_schema()["function"]["parameters"]["properties"]
+
+
+def test_a_tool_declared_afresh_from_one_function_keeps_its_pace(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tools_module, "INLINE_LIMIT_S", 60.0)  # "quick" whatever the machine's load
+
+    def declare(name: str | None = None) -> Tool:
+        def where() -> int:
+            """The thread it ran on."""
+            return threading.get_ident()
+
+        return tool(where) if name is None else tool(name=name)(where)
+
+    first = declare()
+    assert _thread_of_each_call(first, tools_module.INLINE_AFTER) == [False] * tools_module.INLINE_AFTER
+    assert _thread_of_each_call(declare(), 2) == [True, True]  # learned by the first declaration
+    assert _thread_of_each_call(declare("elsewhere"), 1) == [False]  # another name: another tool
+    first.pace.blocks = True  # one declaration found it waits: every one goes back to a thread
+    assert _thread_of_each_call(declare(), 1) == [False]

@@ -196,9 +196,11 @@ async def call_model(run: Run, tool_names: list[str], choice: ToolChoice | None)
 
 def _charge(run: Run, attempts: int, usage: Usage) -> None:
     """Every request that reached the server is a model call, priced (retries included)."""
-    run.totals.model_calls += attempts
-    run.totals.add_usage(usage)
-    run.totals.cost += run.config.budgets.cost_of(run.agent.model.name, usage)
+    totals = run.totals
+    totals.count("model_calls", attempts)
+    totals.add_usage(usage)
+    if run.config.budgets.prices:
+        totals.count("cost", run.config.budgets.cost_of(run.agent.model.name, usage))
 
 
 # -- events --------------------------------------------------------------------------------------

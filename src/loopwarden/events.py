@@ -70,9 +70,14 @@ class Totals(BaseModel):
         return Totals(**{name: getattr(self, name) + getattr(other, name) for name in Totals.model_fields})
 
     def add_usage(self, usage: Usage) -> None:
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        self.cached_tokens += usage.cached_tokens
+        counts = self.__dict__  # counted in place: no pydantic __setattr__ per count (nothing validates these)
+        counts["prompt_tokens"] += usage.prompt_tokens
+        counts["completion_tokens"] += usage.completion_tokens
+        counts["cached_tokens"] += usage.cached_tokens
+
+    def count(self, name: str, n: float = 1) -> None:
+        """Add `n` to a counter in place (the loop counts several per step)."""
+        self.__dict__[name] += n
 
 
 class RunStarted(Event):

@@ -114,7 +114,8 @@ class Executor:
     default_timeout: float | None = 60.0
     max_parallel: int = 4
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-    rng: random.Random = field(default_factory=random.Random)
+    rng: random.Random | None = None
+    """Draws the retry jitter; made on the first retry when not given (seeding costs a syscall)."""
 
     async def run(self, tool: Tool, arguments: BaseModel) -> Execution:
         """Attempt until a result is not retryable or the policy gives up (retry.py);
@@ -125,6 +126,8 @@ class Executor:
             return Execution(first, 1, (time.perf_counter() - started) * 1000)
         if not tool.retried_automatically:  # a write may have done its work before it failed
             return Execution(_not_retried(tool, first), 1, (time.perf_counter() - started) * 1000)
+        if self.rng is None:
+            self.rng = random.Random()
         retrier = Retrier(self.retry, self.sleep, self.rng)
         tried = (first, time.perf_counter() - started)
         done = await retrier.run(lambda: self._attempt(tool, arguments), _wants_retry, tried=tried)

@@ -98,7 +98,7 @@ class Run:
         self.approvals = ApprovalReview(agent.approvals, self.stamp, lambda: self.messages)
         roles = agent.principal.roles if agent.principal else None
         self.scope = Scope(agent.registry, roles, RunClock(agent.clock), agent.tool_search)
-        self.checker = ProposalChecker(agent.registry, self.repeats, roles, self.scope.arguments.prepare)
+        self.checker = ProposalChecker(agent.registry, self.repeats, roles, self.scope.arguments)
         self.executor = Executor(
             retry=self.config.retry,
             default_timeout=self.config.tool_timeout,
@@ -173,7 +173,7 @@ class Run:
                 async for event in finish_with_answer(self, reply, "final_answer"):
                     yield event
                 return
-            self.totals.tool_rounds += 1
+            self.totals.count("tool_rounds")
             self.messages.append(reply.assistant_message())
             async for event in self._run_calls(reply):
                 yield event
@@ -184,8 +184,8 @@ class Run:
         offered = set(self._offered_now())
         self.narrowed, self.forced_choice = set(), None
         proposals = [self.checker.check(call, self.turn, offered) for call in reply.tool_calls]
+        self.totals.count("tool_calls_proposed", len(proposals))
         for p in proposals:
-            self.totals.tool_calls_proposed += 1
             yield self.stamp.trusted(
                 ToolCallProposed,
                 turn=self.turn,
@@ -226,15 +226,25 @@ class Run:
             yield self.stamp(
                 ToolsDiscovered, turn=self.turn, tools=found, n_tools_offered_next=len(self._offered_now())
             )
-        async for event in self._after_calls(proposals):
+        stopped = next((p for p in proposals if p.decision.action == "stopped"), None)
+        if stopped is None and (self._terminal_result(proposals) is not None or self._checklist_complete()):
+            async for event in self._end_phase(proposals):  # an async generator only when the phase ends
+                yield event
+            return
+        for event in self._steer(proposals, stopped):
             yield event
 
-    async def _after_calls(self, proposals: list[Proposal]) -> AsyncIterator[Event]:
-        terminal = next((p for p in proposals if p.tool and p.tool.terminal and p.result and p.result.ok), None)
-        stopped = next((p for p in proposals if p.decision.action == "stopped"), None)
-        if stopped is not None:
-            self.turn_findings.insert(0, stopped.finding(self.config.ladder.stop_at))
-        elif terminal is not None:
+    @staticmethod
+    def _terminal_result(proposals: list[Proposal]) -> Proposal | None:
+        return next((p for p in proposals if p.tool and p.tool.terminal and p.result and p.result.ok), None)
+
+    def _checklist_complete(self) -> bool:
+        return self.state.checklist is not None and self.state.checklist.complete
+
+    async def _end_phase(self, proposals: list[Proposal]) -> AsyncIterator[Event]:
+        """A terminal tool returned, or the checklist is complete (and no call was stopped)."""
+        terminal = self._terminal_result(proposals)
+        if terminal is not None:
             assert terminal.result is not None
             if isinstance(terminal.tool, HandoffTool):
                 async for event in self._hand_off(terminal, terminal.tool):
@@ -248,18 +258,20 @@ class Run:
             yield finished(self, "completed", "terminal_tool", output, rescued=rescued)
             self.done = True
             return
-        elif self.state.checklist is not None and self.state.checklist.complete:
-            yield phase_event(self, "checklist_complete", "completed", "every required checklist item is done")
-            async for event in final_answer(self, CHECKLIST_DONE_REQUEST, "checklist_complete", "completed"):
-                yield event
-            self.done = True
-            return
+        yield phase_event(self, "checklist_complete", "completed", "every required checklist item is done")
+        async for event in final_answer(self, CHECKLIST_DONE_REQUEST, "checklist_complete", "completed"):
+            yield event
+        self.done = True
+
+    def _steer(self, proposals: list[Proposal], stopped: Proposal | None) -> Iterator[Event]:
+        """The turn's findings: a stopped call first, then the ladder's steps, then the detectors'."""
+        if stopped is not None:
+            self.turn_findings.insert(0, stopped.finding(self.config.ladder.stop_at))
         for p in proposals:
             if p.decision.action in ("nudged", "narrowed") and p.tool is not None:
                 rung = Rung.NUDGE if p.decision.action == "nudged" else Rung.NARROW
                 self.turn_findings.append(p.finding(p.decision.count, rung))
-        for event in self._apply_findings():
-            yield event
+        yield from self._apply_findings()
 
     # -- findings: steer once, narrow, stop ----------------------------------------------------
 
@@ -351,7 +363,7 @@ class Run:
             current_context.reset(token)
         for p, execution in zip(runnable, executions, strict=True):
             p.set_execution(execution)
-            self.totals.tool_executions += 1
+            self.totals.count("tool_executions")
             assert p.tool is not None
             self.repeats.record(p.fingerprint, p.tool, execution.result, self.turn)
 

@@ -9,7 +9,6 @@ their schema types), so `{"path": "a"}`, `{"path": "a", "offset": 0}` and `{"off
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +21,7 @@ from .guard.repeat import DETECTOR, RepeatDecision, RepeatGuard, repeat_notice
 from .models.arguments import parse_arguments
 from .models.base import ToolCall
 from .permissions import refusal
-from .slots import Prepared
+from .slots import ArgumentPolicy
 from .state import CallRecord
 from .tools import ArgumentsAsGiven, Tool, ToolRegistry, ToolResult
 
@@ -159,11 +158,11 @@ class ProposalChecker:
         registry: ToolRegistry,
         repeats: RepeatGuard,
         roles: frozenset[str] | None,
-        prepare: Callable[[Tool, Any], Prepared] | None = None,
+        policy: ArgumentPolicy | None = None,
     ) -> None:
         self.registry, self.repeats, self.roles = registry, repeats, roles
-        self.prepare = prepare
-        """Normalises and pins arguments (slots.ArgumentPolicy) before fingerprint and validation."""
+        self.policy = policy
+        """Normalises and pins arguments before fingerprint and validation (when it has anything to)."""
         self.duplicates_avoided = 0
         self._batch_turn = -1
         self._batch: dict[str, Proposal] = {}  # fingerprint -> its first runnable call this turn
@@ -172,7 +171,8 @@ class ProposalChecker:
         parsed = parse_arguments(call.arguments)
         arguments, parse_error = parsed.value, parsed.error
         tool = self.registry.get(call.name)
-        prepared = self.prepare(tool, arguments) if tool and self.prepare and parse_error is None else None
+        policy = self.policy if tool is not None and parse_error is None else None
+        prepared = policy.prepare(tool, arguments) if policy is not None and policy.active else None  # type: ignore[arg-type]
         arguments = prepared.arguments if prepared else arguments
         validated = validate_arguments(tool, arguments) if tool is not None and parse_error is None else None
         if validated is not None and not isinstance(validated, ToolResult):
@@ -245,9 +245,38 @@ class ProposalChecker:
             p.validated = validated
 
 
+_PLAIN_FIELD_TYPES = frozenset({str, int, bool})
+_plain_models: dict[type[BaseModel], bool] = {}
+
+
+def _dumps_as_is(cls: type[BaseModel]) -> bool:
+    """Whether `model_dump(mode="json")` of this class is its fields' values as they are: every
+    field a str, int or bool (no float: JSON mode writes inf/nan as null), nothing that changes
+    what is dumped (serializers, computed fields, exclusions, extra fields)."""
+    found = _plain_models.get(cls)
+    if found is None:
+        decorators = cls.__pydantic_decorators__
+        found = _plain_models[cls] = (
+            cls.model_config.get("extra") != "allow"
+            and not decorators.field_serializers
+            and not decorators.model_serializers
+            and not cls.__pydantic_computed_fields__
+            and all(
+                f.annotation in _PLAIN_FIELD_TYPES and not f.metadata and not f.exclude
+                for f in cls.model_fields.values()
+            )
+        )
+    return found
+
+
 def normalised(validated: BaseModel) -> Any:
     """The arguments as validation made them: every field with its default, coerced values (a
     schema-declared tool's: the object as given, not wrapped in the field that carries it)."""
+    cls = type(validated)
+    if cls is ArgumentsAsGiven:
+        return validated.arguments  # type: ignore[attr-defined]
+    if _dumps_as_is(cls):
+        return dict(validated.__dict__)  # what model_dump(mode="json") gives, without it
     if isinstance(validated, ArgumentsAsGiven):
         return validated.arguments
     try:

@@ -279,6 +279,11 @@ class ArgumentPolicy:
         self.normalisers.update(normalisers)
         self.pinned.update(pinned)
 
+    @property
+    def active(self) -> bool:
+        """Whether there is anything to normalise or pin (else `prepare` leaves arguments as they are)."""
+        return bool(self.normalisers or self.pinned)
+
     def prepare(self, tool: Tool, arguments: Any) -> Prepared:
         if not isinstance(arguments, dict) or not (self.normalisers or self.pinned):
             return Prepared(arguments)

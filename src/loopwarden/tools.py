@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import json
 import resource
 import time
+import types
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,9 +18,11 @@ from pydantic import BaseModel, ConfigDict
 
 from .context import context_now
 from .errors import ToolDefinitionError
+from .fastjson import encoder
 from .retry import is_retryable_status
 from .signatures import args_model as signature_model
 from .signatures import arguments_schema, parse_docstring
+from .trusted import trusted
 
 SideEffect = Literal["read", "write"]
 
@@ -29,7 +31,7 @@ WIRE_NAMESPACE_SEP = "__"
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-_content_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+_content_json = encoder(ensure_ascii=False, separators=(", ", ": "), default=str)
 
 
 class ToolResult(BaseModel):
@@ -69,6 +71,11 @@ class ToolResult(BaseModel):
 
     def to_model_content(self) -> str:
         """The tool message content: compact JSON, only the fields that say something."""
+        fields = self.__dict__
+        if fields["ok"] and fields["message"] is None and fields["user_action"] is fields["error_type"] is None:
+            data = fields["data"]  # the common result: data alone
+            if type(data) in _SCALARS:
+                return _content_json({"ok": True} if data is None else {"ok": True, "data": data})
         if type(self.data) in _SCALARS:  # what model_dump would give, without it
             payload = {k: v for k, v in self.__dict__.items() if v is not None}
         else:
@@ -145,6 +152,24 @@ INLINE_AFTER = 3
 """Calls a sync tool of undeclared pace makes in a worker thread before it may run inline."""
 
 
+MAX_PACES_KEPT = 1024
+_paces: dict[tuple[Any, str], ToolPace] = {}
+
+
+def pace_of(fn: Callable[..., Any], name: str) -> ToolPace:
+    """The pace shared by the tools declared from this function's code under this name (a
+    wrapper whose code serves many functions, `functools.wraps` style, gets a pace of its own)."""
+    if type(fn) is not types.FunctionType or hasattr(fn, "__wrapped__"):
+        return ToolPace()
+    key = (fn.__code__, name)
+    found = _paces.get(key)
+    if found is None:
+        if len(_paces) >= MAX_PACES_KEPT:
+            _paces.clear()
+        found = _paces[key] = ToolPace()
+    return found
+
+
 def _waits_so_far() -> int:
     """Times this thread has given up the CPU to wait (sleep, I/O, a lock): what tells a call that
     blocked from one the machine's load preempted (that is an involuntary switch). -1 where unknown."""
@@ -156,7 +181,11 @@ class ToolPace:
     """How an undeclared sync tool's calls went: it runs inline (no thread hop) once its first
     `INLINE_AFTER` calls returned within `INLINE_LIMIT_S`, and goes back to a worker thread for
     good (where the timeout holds) once a call took longer because it waited. A call slowed down
-    only by a busy machine does not count (where the platform tells the two apart)."""
+    only by a busy machine does not count (where the platform tells the two apart).
+
+    Tools declared with `tool()` from one function under one name share their pace (`pace_of`):
+    a tool declared afresh for each run (a closure over the run's data) keeps what earlier runs
+    learned instead of paying its first calls' thread hops again."""
 
     calls: int = 0
     blocks: bool = False
@@ -201,11 +230,11 @@ class Tool:
     instead of replaying its recorded result. It must be safe to run twice; a model call it makes
     is still a step, never paid twice."""
 
-    @property
+    @cached_property
     def qualified_name(self) -> str:
         return f"{self.namespace}.{self.name}" if self.namespace else self.name
 
-    @property
+    @cached_property
     def wire_name(self) -> str:
         return self.qualified_name.replace(".", WIRE_NAMESPACE_SEP)
 
@@ -254,16 +283,12 @@ class Tool:
         """Run a sync tool on the calling thread (no timeout can interrupt it), timing it."""
         return self._timed(self._kwargs(arguments))
 
-    @cached_property
-    def _arg_names(self) -> tuple[str, ...]:
-        return tuple(self.args_model.model_fields)
-
     def _kwargs(self, arguments: BaseModel) -> dict[str, Any]:
-        names = self._arg_names if type(arguments) is self.args_model else tuple(type(arguments).model_fields)
-        kwargs = {name: getattr(arguments, name) for name in names}
+        """The function's keyword arguments: the validated fields (pydantic keeps exactly those in
+        `__dict__`; passed on with `**`, never changed), and the run context if it takes one."""
         if self.context_arg is not None:
-            kwargs[self.context_arg] = context_now()
-        return kwargs
+            return {**arguments.__dict__, self.context_arg: context_now()}
+        return arguments.__dict__
 
     def _timed(self, kwargs: dict[str, Any]) -> Any:
         if self.blocking is not None:
@@ -281,7 +306,7 @@ class Tool:
             failure = self.result_parser(raw)
             if failure is not None:
                 return failure
-        return ToolResult.success(raw)
+        return trusted(ToolResult, {"ok": True, "data": raw})  # ToolResult.success(raw), built unchecked
 
 
 @overload
@@ -331,7 +356,7 @@ def tool(
         tool_name = name or func.__name__
         doc_description, arg_help = parse_docstring(func.__doc__)
         args_model, context_arg = signature_model(func, tool_name, arg_help)
-        return Tool(
+        declared = Tool(
             name=tool_name,
             description=description or doc_description or tool_name,
             fn=func,
@@ -350,6 +375,9 @@ def tool(
             blocking=blocking,
             rerun_on_recovery=rerun_on_recovery,
         )
+        if not declared.is_async:
+            object.__setattr__(declared, "pace", pace_of(func, tool_name))  # frozen: set once, here
+        return declared
 
     if fn is not None:
         return build(fn)

@@ -25,7 +25,7 @@ _set = object.__setattr__
 
 
 class _Plan:
-    __slots__ = ("defaults", "factories", "names", "required")
+    __slots__ = ("defaults", "factories", "names", "required", "shapes")
 
     def __init__(
         self,
@@ -35,8 +35,32 @@ class _Plan:
         factories: tuple[tuple[str, Callable[[], Any]], ...],
     ) -> None:
         self.names, self.required, self.defaults, self.factories = names, required, defaults, factories
+        self.shapes: dict[tuple[str, ...], _Shape] = {}
+        """Field names as a call site gives them (in its order) -> what checking them found."""
+
+    def shape(self, names: tuple[str, ...]) -> _Shape | None:
+        """The checked shape of these field names; None when one is unknown or a required one missing."""
+        found = self.shapes.get(names)
+        if found is None:
+            given = frozenset(names)
+            if not (self.required <= given <= self.names):
+                return None
+            if len(self.shapes) >= MAX_SHAPES_KEPT:
+                self.shapes.clear()
+            factories = tuple((name, make) for name, make in self.factories if name not in given)
+            found = self.shapes[names] = _Shape(given, factories)
+        return found
 
 
+class _Shape:
+    __slots__ = ("factories", "given")
+
+    def __init__(self, given: frozenset[str], factories: tuple[tuple[str, Callable[[], Any]], ...]) -> None:
+        self.given, self.factories = given, factories
+
+
+MAX_SHAPES_KEPT = 64
+_new = object.__new__
 _plans: dict[type[BaseModel], _Plan | None] = {}
 
 
@@ -78,17 +102,14 @@ def trusted(cls: type[M], values: dict[str, Any]) -> M:
         plan = _plans[cls]
     except KeyError:
         plan = _plans[cls] = _plan(cls)
-    keys = values.keys()
-    if plan is None or not (plan.required <= keys <= plan.names):
+    if plan is None or (shape := plan.shape(tuple(values))) is None:
         return cls(**values)  # validation: the error names the misspelt or missing field
-    data = dict(plan.defaults)
-    data.update(values)  # keys already in place keep field order
-    for name, factory in plan.factories:
-        if name not in values:
-            data[name] = factory()
-    instance = cls.__new__(cls)
+    data = {**plan.defaults, **values}  # the defaults' keys first: field order
+    for name, factory in shape.factories:
+        data[name] = factory()
+    instance = _new(cls)
     _set(instance, "__dict__", data)
-    _set(instance, "__pydantic_fields_set__", set(keys))
+    _set(instance, "__pydantic_fields_set__", set(shape.given))
     _set(instance, "__pydantic_extra__", None)
     _set(instance, "__pydantic_private__", None)
     return instance

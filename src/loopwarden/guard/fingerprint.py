@@ -14,6 +14,8 @@ import json
 import math
 from typing import Any
 
+from ..fastjson import encoder
+
 
 def _canonical(value: Any) -> Any:
     if isinstance(value, dict):
@@ -34,7 +36,8 @@ def _canonical(value: Any) -> Any:
 
 _PLAIN = frozenset({str, int, bool, type(None)})
 """Value types JSON spells one way already: a flat object of these needs no rewriting."""
-_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+# circular values raise RecursionError, which canonical_json catches
+_encode = encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), check_circular=False)
 
 
 def canonical_json(arguments: Any) -> str:

@@ -15,9 +15,10 @@ the cycle's last period; no_progress asks which calls returned something new.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from typing import TYPE_CHECKING, Any
+
+from ..fastjson import encoder
 
 if TYPE_CHECKING:
     from ..state import CallRecord, RunState
@@ -55,19 +56,30 @@ def _strip_volatile(value: Any) -> Any:
     return value
 
 
-_digest_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str).encode
+_digest_json = encoder(sort_keys=True, ensure_ascii=False, separators=(", ", ": "), default=str)
 
 
 def content_hash(result: ToolResult) -> str:
     """A hash of what a result says, without the parts that change on every call."""
+    return hashlib.sha256(_content_text(result).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def content_key(result: ToolResult) -> str:
+    """What a result says, as `content_hash` reads it: that text itself while it is short (it
+    starts with `{`, so it is never taken for a hash), else its hash. Equal exactly when the
+    hashes are, without hashing most results."""
+    text = _content_text(result)
+    return text if len(text) <= 64 else hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _content_text(result: ToolResult) -> str:
     payload = {
         "ok": result.ok,
         "error_type": result.error_type,
         "message": _strip_volatile(result.message),
         "data": _strip_volatile(result.data),
     }
-    text = _digest_json(payload)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return _digest_json(payload)
 
 
 _DIGITS = re.compile(r"\d+")
@@ -107,7 +119,8 @@ class Novelty:
         return self._observe(record)[2]
 
     def digest_of(self, record: CallRecord) -> str | None:
-        """The content hash of a call that ran (None for cached, refused or polling calls)."""
+        """The content key of a call that ran (`content_key`; None for cached, refused or polling
+        calls): equal for two calls exactly when their content hashes are."""
         return self._observe(record)[1]
 
     def _observe(self, record: CallRecord) -> tuple[bool, str | None, bool]:
@@ -118,7 +131,7 @@ class Novelty:
         new, digest, content = False, None, False
         result = record.result
         if result is not None and record.executed and not record.cached and not record.exempt:
-            digest = content_hash(result)
+            digest = content_key(result)
             if digest not in self._digests:
                 self._digests.add(digest)
                 new = content = True

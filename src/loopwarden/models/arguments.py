@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..fastjson import loads
+
 TEMPLATE_TOKENS = re.compile(
     r"<\|(?:im_start|im_end|im_sep|eot_id|eom_id|end_of_text|begin_of_text|start_header_id|end_header_id|"
     r"endoftext|end|assistant|user|system|python_tag|file_separator)\|>"
@@ -40,7 +42,7 @@ def parse_arguments(raw: str | None) -> Parsed:
     if raw is None or not raw.strip():
         return Parsed({})
     try:
-        return _unwrapped(json.loads(raw), None)
+        return _unwrapped(loads(raw), None)
     except (json.JSONDecodeError, RecursionError) as error:
         first_error = str(error)
     repairs: list[str] = []

@@ -24,10 +24,16 @@ def call(name: str, arguments: dict[str, Any] | str | None = None, *, id: str | 
     return ToolCall(id=id or f"call_{next(_call_ids)}", name=name, arguments=raw)
 
 
+def _scripted_usage() -> Usage:
+    """What a scripted reply says it used, unless its model was given a usage: one per model,
+    shared by its replies (as a given one is)."""
+    return trusted(Usage, {"prompt_tokens": 10, "completion_tokens": 5})
+
+
 def as_reply(item: ReplyLike, usage: Usage | None = None) -> ModelReply:
     if isinstance(item, ModelReply):
         return item
-    usage = usage or trusted(Usage, {"prompt_tokens": 10, "completion_tokens": 5})
+    usage = usage or _scripted_usage()
     if isinstance(item, str):
         return trusted(ModelReply, {"text": item, "usage": usage, "finish_reason": "stop"})
     if isinstance(item, ToolCall):
@@ -59,7 +65,7 @@ class ScriptedModel:
     def __init__(self, replies: Iterable[ReplyLike], *, name: str = "scripted", usage: Usage | None = None):
         self.name = name
         self._replies: deque[ReplyLike] = deque(replies)
-        self._usage = usage
+        self._usage = usage or _scripted_usage()
         self.requests: list[ModelRequest] = []
 
     async def complete(self, request: ModelRequest) -> ModelReply:
@@ -89,7 +95,7 @@ class FunctionModel:
     ):
         self.name = name
         self._function = function
-        self._usage = usage
+        self._usage = usage or _scripted_usage()
         self._keep = keep_requests
         self._calls = 0
         self.requests: list[ModelRequest] = []
