@@ -81,6 +81,28 @@ def test_migrations_are_ordered_and_applied_once(tmp_path: Path) -> None:
     assert RunStore(path, migrations=(*MIGRATIONS, extra)).schema_version() == extra.version
 
 
+def test_a_store_made_before_exchanges_had_a_rowid_table_keeps_them_through_the_migration(tmp_path: Path) -> None:
+    from loopwarden.models.base import ModelReply, ModelRequest
+    from loopwarden.trace.exchanges import append_exchange, load_exchanges
+
+    path = tmp_path / "runs.db"
+    old = RunStore(path, migrations=MIGRATIONS[:2])  # as stores in the field were made
+    old.create_run(run_id="r", status="running")
+    requests = [ModelRequest(messages=[{"role": "user", "content": f"question {i} " + "x" * 3000}]) for i in range(3)]
+    for i, request in enumerate(requests):
+        append_exchange(old, "r", model="m", request=request, reply=ModelReply(text=f"answer {i}"), error=None)
+    old.close()
+    new = RunStore(path)
+    assert new.schema_version() == len(MIGRATIONS)
+    assert [(x.request, x.reply.text if x.reply else None) for x in load_exchanges(new, "r")] == [
+        (request, f"answer {i}") for i, request in enumerate(requests)
+    ]
+    table = new._connection().execute("SELECT sql FROM sqlite_master WHERE name = 'model_exchanges'").fetchone()[0]
+    assert "WITHOUT ROWID" not in table.upper() and "PRIMARY KEY (run_id, n)" in table
+    with pytest.raises(sqlite3.IntegrityError):  # the key is still unique
+        new._connection().execute("INSERT INTO model_exchanges (run_id, n, request, ts) VALUES ('r', 1, '{}', 0)")
+
+
 def test_interrupted_on_start_keeps_events_and_appends_a_terminal_one(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     first = RunStore(path)

@@ -11,6 +11,8 @@ class Migration(NamedTuple):
     version: int
     name: str
     sql: str
+    postgres: str | None = None
+    """The Postgres statements, where they are not the SQLite ones in Postgres's dialect."""
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -86,6 +88,31 @@ MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (run_id, n)
         ) WITHOUT ROWID;
         """,
+    ),
+    Migration(
+        3,
+        "model exchanges in a rowid table: a request of a few KB fits its page",
+        # WITHOUT ROWID keeps rows in an index b-tree, where a row over ~1 KB (most requests)
+        # spills into an overflow page: every exchange wrote a page more. The key stays unique.
+        """
+        CREATE TABLE model_exchanges_v3 (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            n INTEGER NOT NULL,
+            base INTEGER NOT NULL DEFAULT 0,
+            prefix INTEGER NOT NULL DEFAULT 0,
+            model TEXT NOT NULL DEFAULT '',
+            request TEXT NOT NULL,
+            reply TEXT,
+            error TEXT,
+            ts REAL NOT NULL,
+            PRIMARY KEY (run_id, n)
+        );
+        INSERT INTO model_exchanges_v3 (run_id, n, base, prefix, model, request, reply, error, ts)
+            SELECT run_id, n, base, prefix, model, request, reply, error, ts FROM model_exchanges;
+        DROP TABLE model_exchanges;
+        ALTER TABLE model_exchanges_v3 RENAME TO model_exchanges;
+        """,
+        postgres="SELECT 1;",  # Postgres has no WITHOUT ROWID tables: nothing to change
     ),
 )
 

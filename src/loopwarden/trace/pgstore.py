@@ -86,7 +86,7 @@ def postgres_migrations(migrations: Sequence[Migration]) -> list[Migration]:
     """The SQLite migrations in Postgres's dialect (the statements are otherwise portable)."""
     out = []
     for m in migrations:
-        sql = re.sub(r"\bREAL\b", "DOUBLE PRECISION", m.sql)
+        sql = re.sub(r"\bREAL\b", "DOUBLE PRECISION", m.sql if m.postgres is None else m.postgres)
         sql = re.sub(r"\)\s*WITHOUT ROWID", ")", sql)
         out.append(m._replace(sql=sql))
     return out

@@ -25,8 +25,10 @@ T = TypeVar("T")
 Row = Callable[[Any], None]
 """Writes rows inside the open transaction it is given (a model exchange, say)."""
 
-MAX_BATCH = 64
-"""Events kept at most before a commit, however long a run goes without waiting."""
+MAX_BATCH = 256
+"""Events kept at most before a commit, however long a run goes without waiting (a run that
+never waits is one whose model and tools answer at once: it finishes before anyone could watch
+its events one by one; fewer, larger commits write fewer pages)."""
 
 
 class RunWriter:
