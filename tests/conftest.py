@@ -13,6 +13,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -45,9 +46,66 @@ SLOW_FILES = (
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# The longest tests (a minute or more on 2 busy cores: a real model on the CPU, a desktop window,
+# a hundred durable runs), started first. pytest-xdist hands tests out in collection order, so a
+# long test collected last would run alone at the end while the other workers sit idle.
+LONGEST_FILES = (
+    "e2e/test_llama_real_model.py",
+    "e2e/test_durable_scale_out.py",
+    "e2e/test_desktop_app.py",
+    "e2e/test_proxy_llama.py",
+    "test_report_approve_code.py",
+    "test_report_sandbox_signals.py",
+    "e2e/test_server_approve_code.py",
+    "e2e/test_durable_*.py",
+    "e2e/test_web_*.py",
+    "e2e/test_mcp_agent.py",
+)
+
+
+LLAMA_NOW = "loopwarden_llama_now"
+
+
+def llama_ready(config: pytest.Config) -> bool:
+    """Whether the real model can start now: CI builds llama-cpp-python in the background
+    (.ci/setup.d/llama.sh) and names the file it writes when done. Decided once, by the process
+    that runs the session: every xdist worker must collect the same tests in the same order."""
+    given = getattr(config, "workerinput", {}).get(LLAMA_NOW)
+    if given is not None:
+        return bool(given)
+    if not hasattr(config, "_loopwarden_llama_now"):
+        done = os.environ.get("LOOPWARDEN_LLAMA_BUILD_DONE")
+        config._loopwarden_llama_now = done is None or Path(done).exists()  # type: ignore[attr-defined]
+    return bool(config._loopwarden_llama_now)  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    node.workerinput[LLAMA_NOW] = llama_ready(node.config)
+
+
+def start_order(relative: str, uses_llama: bool, llama_now: bool) -> int:
+    """0 for the longest files (in the order listed), then the other slow ones, then the rest. The
+    real-model tests are the longest of all, but wait for their build: first when it is done,
+    else last, so that no worker waits while others work."""
+    if uses_llama:
+        return -1 if llama_now else len(LONGEST_FILES) + 2
+    for rank, pattern in enumerate(LONGEST_FILES):
+        if fnmatch.fnmatch(relative, pattern):
+            return rank
+    if any(fnmatch.fnmatch(relative, pattern) for pattern in SLOW_FILES):
+        return len(LONGEST_FILES)
+    return len(LONGEST_FILES) + 1
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = Path(__file__).parent
+    order: dict[str, int] = {}
+    llama_now = llama_ready(config)
     for item in items:
         relative = Path(str(item.path)).relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
         if any(fnmatch.fnmatch(relative, pattern) for pattern in SLOW_FILES):
             item.add_marker(pytest.mark.slow)
+        uses_llama = "llama_server" in getattr(item, "fixturenames", ())
+        order[item.nodeid] = start_order(relative, uses_llama, llama_now)
+    items.sort(key=lambda item: order[item.nodeid])  # stable: a file's tests keep their order

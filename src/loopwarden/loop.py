@@ -4,8 +4,8 @@ verifier decides, and every step is yielded as an event.
     async for event in Agent(model, tools).stream("question"):   # agent.py
         ...
 
-Read in order: events() → _tool_phase() → _run_calls() (guard, execute, state) → _after_calls()
-(terminal tool, checklist, findings). How a phase ends and the model call live in ending.py.
+Read in order: events() (the tool phase's loop) → _run_calls() (guard, execute, state) → _end_phase() or
+_steer() (terminal tool, checklist, findings). How a phase ends and the model call live in ending.py.
 """
 
 from __future__ import annotations
@@ -153,32 +153,25 @@ class Run:
                 self.last_offered = self._offered_now()
                 async for event in self._run_calls(self.replay):
                     yield event
-            if not self.done:
-                async for event in self._tool_phase():
+            while not self.done:  # the tool phase (here, not in a generator of its own: one hand-off less per event)
+                check_budgets(self)
+                reply = await call_model(self, self._offered_now(), self._choice_now())
+                yield model_event(self, reply)
+                for event in self._on_text(reply):
+                    yield event
+                if not reply.tool_calls and self._keep_working(reply):
+                    continue
+                if not reply.tool_calls:
+                    async for event in finish_with_answer(self, reply, "final_answer"):
+                        yield event
+                    return
+                self.totals.count("tool_rounds")
+                self.messages.append(reply.assistant_message())
+                async for event in self._run_calls(reply):
                     yield event
         except Stop as stop:
             async for event in after_stop(self, stop):
                 yield event
-
-    async def _tool_phase(self) -> AsyncIterator[Event]:
-        while True:
-            check_budgets(self)
-            reply = await call_model(self, self._offered_now(), self._choice_now())
-            yield model_event(self, reply)
-            for event in self._on_text(reply):
-                yield event
-            if not reply.tool_calls and self._keep_working(reply):
-                continue
-            if not reply.tool_calls:
-                async for event in finish_with_answer(self, reply, "final_answer"):
-                    yield event
-                return
-            self.totals.count("tool_rounds")
-            self.messages.append(reply.assistant_message())
-            async for event in self._run_calls(reply):
-                yield event
-            if self.done:
-                return
 
     async def _run_calls(self, reply: ModelReply) -> AsyncIterator[Event]:
         offered = set(self._offered_now())
@@ -222,11 +215,11 @@ class Run:
         self.novelty.observe_results(self.turn, records, self.state)
         self.repeats.settle(records)
         self._observe("on_results", records)
-        if found := self.scope.observe((p.tool, p.result) for p in proposals):
+        if self.scope.search is not None and (found := self.scope.observe((p.tool, p.result) for p in proposals)):
             yield self.stamp(
                 ToolsDiscovered, turn=self.turn, tools=found, n_tools_offered_next=len(self._offered_now())
             )
-        stopped = next((p for p in proposals if p.decision.action == "stopped"), None)
+        stopped = _first_stopped(proposals)
         if stopped is None and (self._terminal_result(proposals) is not None or self._checklist_complete()):
             async for event in self._end_phase(proposals):  # an async generator only when the phase ends
                 yield event
@@ -236,7 +229,10 @@ class Run:
 
     @staticmethod
     def _terminal_result(proposals: list[Proposal]) -> Proposal | None:
-        return next((p for p in proposals if p.tool and p.tool.terminal and p.result and p.result.ok), None)
+        for p in proposals:
+            if p.tool is not None and p.tool.terminal and p.result is not None and p.result.ok:
+                return p
+        return None
 
     def _checklist_complete(self) -> bool:
         return self.state.checklist is not None and self.state.checklist.complete
@@ -410,6 +406,13 @@ class Run:
         if self.handed_from is None:
             return self.totals
         return self.handed_from.totals_so_far().plus(self.totals)
+
+
+def _first_stopped(proposals: list[Proposal]) -> Proposal | None:
+    for p in proposals:
+        if p.decision.action == "stopped":
+            return p
+    return None
 
 
 def _overriding(detectors: list[Detector], hook: str) -> list[Detector]:

@@ -1,5 +1,5 @@
-"""End-to-end fixtures. The real-model tests (`llama_server`) run last: CI may still be building
-llama-cpp-python in the background while the rest of the suite runs."""
+"""End-to-end fixtures. When the real-model tests (`llama_server`) run: see `start_order` in
+tests/conftest.py (last while CI is still building llama-cpp-python in the background)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,6 @@ from collections.abc import Iterator
 import pytest
 
 from llama_server import LlamaServer, start, stop
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: "llama_server" in getattr(item, "fixturenames", ()))
 
 
 @pytest.fixture(scope="session")

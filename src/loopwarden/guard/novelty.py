@@ -64,11 +64,21 @@ def content_hash(result: ToolResult) -> str:
     return hashlib.sha256(_content_text(result).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+_KEY_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def content_key(result: ToolResult) -> str:
-    """What a result says, as `content_hash` reads it: that text itself while it is short (it
-    starts with `{`, so it is never taken for a hash), else its hash. Equal exactly when the
-    hashes are, without hashing most results."""
-    text = _content_text(result)
+    """What a result says, as `content_hash` reads it (volatile parts stripped), for telling
+    results apart within a run: as text while it is short, else its hash. A result whose data is
+    a plain scalar is spelt as the repr of its parts (a tuple: no JSON to write, and it starts with
+    `(`, as JSON never does nor a hash); two results of one shape have one key exactly when their
+    content hashes are equal."""
+    fields = result.__dict__
+    data, message = fields["data"], fields["message"]
+    if type(data) in _KEY_SCALARS and (message is None or type(message) is str):
+        text = repr((fields["ok"], fields["error_type"], _strip_volatile(message), _strip_volatile(data)))
+    else:
+        text = _content_text(result)
     return text if len(text) <= 64 else hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
