@@ -10,6 +10,7 @@ it is a regular PNG, and never unpickles anything from the child.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -25,6 +26,7 @@ from typing import Any
 
 from ..folder import paths as paths_module
 from . import child as child_module
+from . import fontcache
 from . import oslayers as oslayers_module
 from .isolation import Isolation
 from .process import ChildResult, ChildSpec, run_child, signal_name
@@ -33,6 +35,7 @@ from .static import check_code
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 MAX_FIGURE_BYTES = 20 << 20
+FONT_READABLE = ["/usr/share/fonts", "/usr/share/matplotlib"]
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ class FigureSandbox:
         shutil.rmtree(staging, ignore_errors=True)
         (staging / "work").mkdir(parents=True)
         (staging / "mpl").mkdir()
+        await asyncio.to_thread(fontcache.seed, staging / "mpl", FONT_READABLE + python_paths())
         try:
             return await self._run_child(code, safe_filename(filename), staging, tables or {})
         finally:
@@ -129,7 +133,7 @@ class FigureSandbox:
             "open_files": limits.open_files,
             "landlock_abi": self.isolation.landlock_abi if self.layer == "landlock+seccomp" else None,
             "seccomp": self.isolation.seccomp and self.layer != "rlimits-only",
-            "read_only": [*python_paths(), str(self.data_root), "/usr/share/fonts", "/usr/share/matplotlib"],
+            "read_only": [*python_paths(), str(self.data_root), *FONT_READABLE],
             "read_write": [str(staging), "/dev/null"],
         }
 
