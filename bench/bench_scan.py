@@ -7,7 +7,8 @@ Prints the best of N for each and the ratio scan_folder / find (1.0 = as fast as
 time and in CPU time (the scanning process's for scan_folder, the child's for find). The two are
 run alternately, so load from other processes falls on both; the CPU ratio is the steadier one on
 a shared machine. A third ratio is the Python floor: a bare os.scandir + lstat loop that keeps
-nothing, i.e. what is left once the listing, sorting and models cost nothing. The listing's
+nothing, making the same system calls as `find` (descriptor-relative lstat of the bare name),
+i.e. what is left once the listing, sorting and models cost nothing. The listing's
 `FileEntry` models are built on first use, not by the scan: the last ratio is a scan followed by
 reading every entry, what a caller that walks the whole listing pays.
 """
@@ -49,15 +50,21 @@ def timed(fn: Callable[[], object], children: bool = False) -> tuple[float, floa
 
 
 def python_floor(root: str) -> int:
-    """The least any Python scan does: os.scandir and one lstat per file, nothing kept."""
+    """The least any Python scan does: the syscalls `find` makes (each folder opened, listed with
+    os.scandir on its descriptor, one lstat per file on the bare name), nothing kept."""
     total, stack = 0, [root]
     while stack:
-        with os.scandir(stack.pop()) as listing:
-            for entry in listing:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-                else:
-                    total += entry.stat(follow_symlinks=False).st_size
+        folder = stack.pop()
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            with os.scandir(fd) as listing:
+                for entry in listing:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(os.path.join(folder, entry.name))
+                    else:
+                        total += entry.stat(follow_symlinks=False).st_size
+        finally:
+            os.close(fd)
     return total
 
 

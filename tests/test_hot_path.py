@@ -1,0 +1,118 @@
+"""The loop's shortcuts give what the general path gives: each is checked against it."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Annotated, Any
+
+import pytest
+from pydantic import BaseModel, PlainSerializer, ValidationError
+
+from loopwarden.events import EventStamper, GuardVerdict, ModelCalled, Totals
+from loopwarden.guard.novelty import content_hash, content_key
+from loopwarden.models.base import Usage
+from loopwarden.proposals import normalised
+from loopwarden.tools import ToolResult, tool
+
+
+def _results() -> list[ToolResult]:
+    return [
+        ToolResult.success("no such file: part-1.txt"),
+        ToolResult.success("no such file: part-2.txt"),  # the number is content, not a volatile part
+        ToolResult.success("done at 2026-12-01T10:00:00Z"),
+        ToolResult.success("done at 2026-12-02T11:30:00Z"),  # the same once the date is blanked
+        ToolResult.success(1),
+        ToolResult.success(1.0),
+        ToolResult.success(True),
+        ToolResult.success("1"),
+        ToolResult.success(None),
+        ToolResult.success({"rows": 3, "took_ms": 12}),
+        ToolResult.success({"rows": 3, "took_ms": 99}),
+        ToolResult.success(["a", "b"]),
+        ToolResult.success("x" * 500),
+        ToolResult.success("x" * 499 + "y"),
+        ToolResult.failure("timeout", "read did not finish within 5 s", retryable=True),
+        ToolResult.failure("timeout", "read did not finish within 9 s", retryable=True),
+        ToolResult.failure("not_found", "read did not finish within 5 s"),
+        ToolResult.success("same", message="a note"),
+        ToolResult.success("same"),
+    ]
+
+
+def test_content_keys_are_equal_exactly_when_content_hashes_are() -> None:
+    results = _results()
+    for a, b in itertools.product(results, results):
+        assert (content_key(a) == content_key(b)) == (content_hash(a) == content_hash(b)), (a, b)
+    assert content_key(results[2]) == content_key(results[3])  # volatile parts blanked, as the hash does
+    assert len(content_key(results[12])) == 64  # a long content is kept as its hash
+
+
+def test_a_plain_result_writes_the_content_the_general_path_writes() -> None:
+    for result in [*_results(), ToolResult.success({"a": [1, None]}), ToolResult(ok=True, data="x", retryable=True)]:
+        payload = result.model_dump(exclude_none=True)
+        if result.ok:
+            payload.pop("retryable", None)
+        assert result.to_model_content() == json.dumps(payload, ensure_ascii=False, default=str)
+
+
+class Plain(BaseModel):
+    path: str
+    offset: int = 0
+    force: bool = False
+
+
+class Floating(BaseModel):
+    ratio: float
+
+
+class Written(BaseModel):
+    when: Annotated[int, PlainSerializer(lambda v: f"t+{v}")]
+
+
+@pytest.mark.parametrize(
+    "validated",
+    [Plain(path="a"), Plain(path="b", offset="3", force="yes"), Floating(ratio=float("inf")), Written(when=3)],  # type: ignore[arg-type]
+)
+def test_normalised_arguments_are_what_model_dump_gives(validated: BaseModel) -> None:
+    assert normalised(validated) == validated.model_dump(mode="json")
+
+
+def test_a_tool_is_called_with_its_validated_fields_and_the_model_is_untouched() -> None:
+    seen: list[dict[str, Any]] = []
+
+    @tool
+    def read(path: str, offset: int = 0) -> str:
+        """Read."""
+        seen.append({"path": path, "offset": offset})
+        return path
+
+    arguments = read.args_model.model_validate({"path": "a", "offset": "2"})
+    assert read.call_inline(arguments) == "a" and seen == [{"path": "a", "offset": 2}]
+    assert arguments.model_dump() == {"path": "a", "offset": 2}
+
+
+def test_a_trusted_event_checks_each_call_sites_field_names_once_per_shape() -> None:
+    stamp = EventStamper("run")
+    fields = {"turn": 1, "detector": "guard", "action": "allowed", "reason": "allowed"}
+    first = stamp.trusted(GuardVerdict, **fields)
+    again = stamp.trusted(GuardVerdict, **fields)  # the shape is known now: built unchecked
+    assert first.model_dump(exclude={"seq", "ts"}) == again.model_dump(exclude={"seq", "ts"})
+    assert first.model_fields_set == again.model_fields_set and first.model_fields_set is not again.model_fields_set
+    assert first.evidence is not again.evidence  # a default factory's value is each event's own
+    with pytest.raises(ValidationError, match="reasn"):
+        stamp.trusted(GuardVerdict, turn=1, detector="guard", action="allowed", reasn="typo")
+    with pytest.raises(ValidationError, match="reason"):
+        stamp.trusted(GuardVerdict, turn=1, detector="guard", action="allowed")
+    built = stamp.trusted(ModelCalled, turn=1, model="m", tools_offered=[], n_tools_offered=0, usage=Usage(), notes=[])
+    assert list(built.model_dump()) == list(ModelCalled.model_fields)  # field order kept
+
+
+def test_totals_count_in_place_as_setting_them_does() -> None:
+    counted, set_ = Totals(), Totals()
+    counted.count("tool_rounds")
+    counted.count("cost", 0.25)
+    counted.add_usage(Usage(prompt_tokens=3, completion_tokens=2, cached_tokens=1))
+    set_.tool_rounds, set_.cost = 1, 0.25
+    set_.prompt_tokens, set_.completion_tokens, set_.cached_tokens = 3, 2, 1
+    assert counted == set_ and counted.model_dump_json() == set_.model_dump_json()
