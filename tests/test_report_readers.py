@@ -9,6 +9,7 @@ import json
 import re
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -281,6 +282,23 @@ def test_offline_ocr_reads_text_and_numbers() -> None:
     data = png_with_text("Peak 12.4 mT")
     reading = asyncio.run(read_image_bytes("f.png", "png", data, "", vision=None, ocr=OcrReader()))
     assert reading.reader == "ocr" and "12.4" in reading.text and "320x120" in reading.text
+
+
+@pytest.mark.skipif(not OcrReader.available(), reason="the 'ocr' extra (rapidocr) is not installed")
+def test_the_ocr_engine_is_shared_and_an_image_read_before_is_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = png_with_text("Peak 12.4 mT")
+    first = OcrReader().read(seen)  # loads the engine (or finds it loaded by an earlier run)
+    engine, calls = OcrReader._engine, list[bytes]()
+    assert engine is not None
+
+    def counting(data: bytes) -> Any:
+        calls.append(data)
+        return engine(data)
+
+    monkeypatch.setattr(OcrReader, "_engine", counting)
+    assert OcrReader().read(seen) == first and calls == []  # another run, the same image: not read again
+    other = OcrReader().read(png_with_text("Field 3.0 mm"))
+    assert len(calls) == 1 and any("3.0" in text for text, _ in other)  # a new image goes through the engine
 
 
 def test_a_table_that_cannot_be_profiled_is_shown_as_text(tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ from typing import Any
 from ..events import Event
 from .migrations import MIGRATIONS, Migration
 from .records import StoredEvent
-from .store import RunStore, insert_events
+from .rows import insert_events
+from .store import RunStore
 
 EVENTS_CHANNEL = "loopwarden_events"
 WRITE_LOCK = 0x6C77_7374  # one advisory lock for all writers of the store ("lwst")

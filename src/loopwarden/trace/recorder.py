@@ -22,7 +22,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ..events import Event, RunFinished, RunStarted
-from .store import RunNotFound, RunStatus, RunStore, open_run, update_status
+from .rows import open_run, update_status
+from .store import RunNotFound, RunStatus, RunStore
 from .writer import Rest, Row, RunWriter, next_now
 
 

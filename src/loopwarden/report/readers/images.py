@@ -5,10 +5,13 @@ clear "no image reader configured" result. The image's pixel size is always repo
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import logging
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ...models.base import Model, ModelRequest
 
@@ -37,10 +40,14 @@ def image_size(data: bytes) -> tuple[int | None, int | None]:
 
 
 class OcrReader:
-    """rapidocr, loaded once per run on first use."""
+    """rapidocr, loaded on first use and then shared by every run of this process (loading it
+    costs seconds: `loopwarden serve` runs many reports). What an image reads as is kept per
+    content (the OCR is deterministic), so an image read before is not read again."""
 
-    def __init__(self) -> None:
-        self._engine: Any = None
+    _engine: ClassVar[Any] = None
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+    _read: ClassVar[OrderedDict[str, list[tuple[str, float]]]] = OrderedDict()
+    KEEP: ClassVar[int] = 64
 
     @staticmethod
     def available() -> bool:
@@ -49,16 +56,26 @@ class OcrReader:
         return importlib.util.find_spec("rapidocr") is not None and importlib.util.find_spec("onnxruntime") is not None
 
     def read(self, data: bytes) -> list[tuple[str, float]]:
-        if self._engine is None:
-            logging.getLogger("RapidOCR").setLevel(logging.WARNING)
-            from rapidocr import RapidOCR
+        key = hashlib.sha256(data).hexdigest()
+        cls = OcrReader
+        with cls._lock:  # one image at a time through the one engine
+            if key in cls._read:
+                cls._read.move_to_end(key)
+                return list(cls._read[key])
+            if cls._engine is None:
+                logging.getLogger("RapidOCR").setLevel(logging.WARNING)
+                from rapidocr import RapidOCR
 
-            self._engine = RapidOCR()
-            logging.getLogger("RapidOCR").setLevel(logging.WARNING)
-        result = self._engine(data)
-        texts = getattr(result, "txts", None) or ()
-        scores = getattr(result, "scores", None) or ()
-        return [(str(t), float(s)) for t, s in zip(texts, scores, strict=False)]
+                cls._engine = RapidOCR()
+                logging.getLogger("RapidOCR").setLevel(logging.WARNING)
+            result = cls._engine(data)
+            texts = getattr(result, "txts", None) or ()
+            scores = getattr(result, "scores", None) or ()
+            lines = [(str(t), float(s)) for t, s in zip(texts, scores, strict=False)]
+            cls._read[key] = lines
+            while len(cls._read) > cls.KEEP:
+                cls._read.popitem(last=False)
+            return list(lines)
 
 
 async def read_image_bytes(

@@ -1,0 +1,72 @@
+"""The rows a run's writes are made of, written inside a transaction the caller holds (a
+`RunStore._write()` connection, or a Postgres one): shared by the SQLite and Postgres stores and
+by the trace writer, which puts a run's opening, its events and its closing in the transactions
+it already makes."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import RunNotFound
+from ..events import Event
+from .records import FINAL_STATUSES, RunStatus
+
+
+def update_status(
+    tx: Any,
+    run_id: str,
+    status: RunStatus,
+    *,
+    message: str | None = None,
+    stop_reasons: list[str] | None = None,
+    totals: dict[str, Any] | None = None,
+) -> int:
+    """Set a run's status (and what comes with it) in the open transaction `tx`; returns the
+    number of rows updated (0: no such run)."""
+    now = time.time()
+    sets = ["status = ?", "updated_at = ?"]
+    values: list[Any] = [status, now]
+    if status == "running":
+        sets.append("started_at = COALESCE(started_at, ?)")
+        values.append(now)
+    if status in FINAL_STATUSES:
+        sets.append("finished_at = ?")
+        values.append(now)
+    for column, value in (("message", message), ("stop_reasons", stop_reasons), ("totals", totals)):
+        if value is not None:
+            sets.append(f"{column} = ?")
+            values.append(value if isinstance(value, str) else json.dumps(value))
+    return int(tx.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id)).rowcount)
+
+
+def open_run(tx: Any, run_id: str, *, kind: str, params: dict[str, Any]) -> None:
+    """In the open transaction `tx`: the run's row, new and running, or an existing run's set
+    running again (a resumed run keeps its params and its first start)."""
+    now = time.time()
+    tx.execute(
+        "INSERT INTO runs (id, kind, status, created_at, updated_at, started_at, params)"
+        " VALUES (?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET status = 'running',"
+        " updated_at = excluded.updated_at, started_at = COALESCE(runs.started_at, excluded.started_at)",
+        (run_id, kind, now, now, now, json.dumps(params)),
+    )
+
+
+def insert_events(tx: Any, run_id: str, events: Sequence[Event], *, lock: str = "") -> list[int]:
+    """Number `events` after the run's last and insert them; `lock` is appended to the query
+    that reads the last number (Postgres: " FOR UPDATE")."""
+    row = tx.execute(f"SELECT last_seq FROM runs WHERE id = ?{lock}", (run_id,)).fetchone()
+    if row is None:
+        raise RunNotFound(run_id)
+    first = int(row["last_seq"]) + 1
+    rows = []
+    for seq, event in enumerate(events, first):
+        if event.seq != seq or event.run_id != run_id:
+            event = event.model_copy(update={"seq": seq, "run_id": run_id})
+        rows.append((run_id, seq, event.type, event.ts, event.to_json()))
+    tx.executemany("INSERT INTO events (run_id, seq, type, ts, data) VALUES (?, ?, ?, ?, ?)", rows)
+    last = first + len(events) - 1
+    tx.execute("UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ?", (last, time.time(), run_id))
+    return list(range(first, last + 1))
