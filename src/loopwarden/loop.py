@@ -92,6 +92,7 @@ class Run:
         self.repeats = RepeatGuard(self.config.ladder, self.novelty)
         self.detectors = build_detectors(agent.detectors, self.config.disabled_detectors)
         self._hooked = {hook: _overriding(self.detectors, hook) for hook in ("on_calls", "on_results", "on_text")}
+        self._hooks = {hook: [getattr(d, hook) for d in found] for hook, found in self._hooked.items()}
         self._terminals = [  # a handoff is an option, not the way to finish
             t.wire_name for t in agent.registry if t.terminal and not isinstance(t, HandoffTool)
         ]
@@ -272,8 +273,8 @@ class Run:
     # -- findings: steer once, narrow, stop ----------------------------------------------------
 
     def _observe(self, hook: str, records: list[Any]) -> None:
-        for detector in self._hooked[hook]:
-            finding = getattr(detector, hook)(self.turn, records, self.state)
+        for observe in self._hooks[hook]:
+            finding = observe(self.turn, records, self.state)
             if finding is not None:
                 self.turn_findings.append(finding)
 

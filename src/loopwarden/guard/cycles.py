@@ -65,6 +65,8 @@ def _primitive(pattern: Sequence[str]) -> bool:
 def tail_cycle(sequence: Sequence[str], max_period: int, min_repeats: int = 2) -> Cycle | None:
     """Of the repetitions ending the sequence with at least `min_repeats` full periods, the one
     that explains the longest tail (ties: the shortest period); None when there is none."""
+    if min_repeats >= 2 and sequence and sequence[-1] not in sequence[-max_period - 1 : -2]:
+        return None  # no period of 2..max_period ends in a repeat of the last call: nothing can repeat
     best: Cycle | None = None
     for period in range(2, max_period + 1):
         if len(sequence) < period:

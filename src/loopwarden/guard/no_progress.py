@@ -93,7 +93,8 @@ class NoProgressDetector(Detector):
                 continue
             outcomes.add(self._outcome(record, novelty.is_new(record), novelty.new_content(record)))
         if "progress" in outcomes:
-            self._stale, self._stale_calls = 0, []
+            if self._stale or self._stale_calls:
+                self._stale, self._stale_calls = 0, []
             return None
         if "stale" not in outcomes and self._stale < self.ladder.nudge_at:
             return None  # the next item of a sweep came back empty: neither stale nor progress
@@ -117,7 +118,9 @@ class NoProgressDetector(Detector):
         """`progress` (new content, or a new target answered), `stale` (the same question in
         other words, or a guess that came back empty) or `neutral` (the next item of an
         enumeration came back empty: normal in a sweep, but no excuse once the run was steered)."""
-        asked = self._asked.setdefault(record.tool, deque(maxlen=self.window))
+        asked = self._asked.get(record.tool)
+        if asked is None:
+            asked = self._asked[record.tool] = deque(maxlen=self.window)
         arguments, previous = record.arguments, (asked[-1] if asked else None)
         asked.append(arguments)
         if new_content:

@@ -106,6 +106,7 @@ class Novelty:
         self._writes: set[str] = set()
         self._sentences: set[str] = set()
         self._calls: dict[str, tuple[bool, str | None, bool]] = {}  # "turn:call id" -> (new, digest, new content)
+        self._last: tuple[CallRecord | None, tuple[bool, str | None, bool]] = (None, (False, None, False))
 
     @property
     def total(self) -> int:
@@ -134,9 +135,12 @@ class Novelty:
         return self._observe(record)[1]
 
     def _observe(self, record: CallRecord) -> tuple[bool, str | None, bool]:
+        if record is self._last[0]:  # the loop, the ladder and the detectors ask of one record in turn
+            return self._last[1]
         key = f"{record.turn}:{record.call_id}"
         known = self._calls.get(key)
         if known is not None:
+            self._last = (record, known)
             return known
         new, digest, content = False, None, False
         result = record.result
@@ -150,7 +154,8 @@ class Novelty:
                 if record.fingerprint not in self._writes:
                     self._writes.add(record.fingerprint)
                     new = True
-        self._calls[key] = (new, digest, content)
+        self._calls[key] = found = (new, digest, content)
+        self._last = (record, found)
         if len(self._calls) > 4096:  # only the latest calls are asked about again
             for stale in list(self._calls)[:2048]:
                 del self._calls[stale]

@@ -64,8 +64,8 @@ class RepeatGuard:
         self.ladder = ladder or Ladder()
         self.novelty = novelty or Novelty()
         self.text_allowance = text_allowance
-        self._counts: Counter[str] = Counter()
-        self._rung: Counter[str] = Counter()  # where each fingerprint stands on the ladder
+        self._counts: dict[str, int] = {}  # plain dicts: a Counter's __missing__ is a Python call per new call
+        self._rung: dict[str, int] = {}  # where each fingerprint stands on the ladder
         self._after: dict[str, tuple[int, int]] = {}  # fingerprint -> (writes, text) once answered
         self._changed: set[str] = set()  # its last run returned something other than the run before
         self._digest: dict[str, str] = {}
@@ -79,7 +79,7 @@ class RepeatGuard:
         """Count this proposal and decide; call once per proposed call."""
         if tool.repeatable or tool.terminal:
             return RepeatDecision("allowed", 0)
-        self._counts[fp] += 1
+        self._counts[fp] = self._counts.get(fp, 0) + 1
         count = self._climb(fp)
         self._first_turn.setdefault(fp, turn)
         known = self._known.get(fp)
@@ -100,9 +100,9 @@ class RepeatGuard:
         if self._counts[fp] == 1:
             self._rung[fp] = 1
         elif self._held(fp, other_calls):
-            self._rung[fp] = max(self._rung[fp], 2)
+            self._rung[fp] = max(self._rung.get(fp, 0), 2)
         else:
-            self._rung[fp] += 1
+            self._rung[fp] = self._rung.get(fp, 0) + 1
         return self._rung[fp]
 
     def _held(self, fp: str, other_calls: bool) -> bool:
@@ -132,7 +132,7 @@ class RepeatGuard:
 
     def check_unknown(self, fp: str, turn: int) -> RepeatDecision:
         """Proposals of tools that do not exist are counted too: collapse on them is collapse."""
-        self._counts[fp] += 1
+        self._counts[fp] = self._counts.get(fp, 0) + 1
         count = self._climb(fp)
         rung = self.ladder.rung(count)
         return RepeatDecision(_ACTION_FOR_RUNG.get(rung, "allowed"), count)
@@ -147,7 +147,7 @@ class RepeatGuard:
             self._known[fp] = _Known(result, turn)
 
     def count(self, fp: str) -> int:
-        return self._counts[fp]
+        return self._counts.get(fp, 0)
 
 
 def repeat_notice(result: ToolResult, count: int, first_turn: int | None) -> ToolResult:
