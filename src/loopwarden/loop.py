@@ -55,7 +55,7 @@ from .handoff import HandoffTool
 from .hooks import run_hook
 from .models.base import Message, Model, ModelReply, ToolChoice
 from .output import OutputSpec
-from .proposals import Proposal, ProposalChecker
+from .proposals import Proposal, ProposalChecker, first_stopped, terminal_result
 from .scope import Scope, request_text
 from .slots import RunClock
 from .state import Checklist, RunState
@@ -220,27 +220,20 @@ class Run:
             yield self.stamp(
                 ToolsDiscovered, turn=self.turn, tools=found, n_tools_offered_next=len(self._offered_now())
             )
-        stopped = _first_stopped(proposals)
-        if stopped is None and (self._terminal_result(proposals) is not None or self._checklist_complete()):
+        stopped = first_stopped(proposals)
+        if stopped is None and (terminal_result(proposals) is not None or self._checklist_complete()):
             async for event in self._end_phase(proposals):  # an async generator only when the phase ends
                 yield event
             return
         for event in self._steer(proposals, stopped):
             yield event
 
-    @staticmethod
-    def _terminal_result(proposals: list[Proposal]) -> Proposal | None:
-        for p in proposals:
-            if p.tool is not None and p.tool.terminal and p.result is not None and p.result.ok:
-                return p
-        return None
-
     def _checklist_complete(self) -> bool:
         return self.state.checklist is not None and self.state.checklist.complete
 
     async def _end_phase(self, proposals: list[Proposal]) -> AsyncIterator[Event]:
         """A terminal tool returned, or the checklist is complete (and no call was stopped)."""
-        terminal = self._terminal_result(proposals)
+        terminal = terminal_result(proposals)
         if terminal is not None:
             assert terminal.result is not None
             if isinstance(terminal.tool, HandoffTool):
@@ -407,13 +400,6 @@ class Run:
         if self.handed_from is None:
             return self.totals
         return self.handed_from.totals_so_far().plus(self.totals)
-
-
-def _first_stopped(proposals: list[Proposal]) -> Proposal | None:
-    for p in proposals:
-        if p.decision.action == "stopped":
-            return p
-    return None
 
 
 def _overriding(detectors: list[Detector], hook: str) -> list[Detector]:

@@ -152,6 +152,22 @@ class Proposal:
         )
 
 
+def first_stopped(proposals: list[Proposal]) -> Proposal | None:
+    """The first call of a turn the repeated-call ladder stopped."""
+    for p in proposals:
+        if p.decision.action == "stopped":
+            return p
+    return None
+
+
+def terminal_result(proposals: list[Proposal]) -> Proposal | None:
+    """The first call of a turn to a terminal tool that succeeded: it ends the phase."""
+    for p in proposals:
+        if p.tool is not None and p.tool.terminal and p.result is not None and p.result.ok:
+            return p
+    return None
+
+
 class ProposalChecker:
     def __init__(
         self,
