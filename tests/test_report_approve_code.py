@@ -189,10 +189,18 @@ def test_cli_without_a_terminal_denies_with_a_clear_event(tmp_path: Path, json_f
         assert "denied  make_figure" in result.stdout
 
 
+def _default_sigint() -> None:
+    """SIGINT as a terminal's foreground job has it: a test runner started in the background by a
+    non-interactive shell ignores SIGINT, and its children would inherit that (Ctrl-C never arrives)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_at_the_prompt_cancels_the_run_and_the_log_says_so(tmp_path: Path) -> None:
     out = tmp_path / "out"
     master, slave = pty.openpty()
-    proc = subprocess.Popen(_cli(out), stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    proc = subprocess.Popen(
+        _cli(out), stdin=slave, stdout=slave, stderr=slave, close_fds=True, preexec_fn=_default_sigint
+    )
     os.close(slave)
     transcript = b""
     try:
