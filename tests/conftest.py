@@ -48,7 +48,8 @@ SLOW_FILES = (
 
 # The longest tests (a minute or more on 2 busy cores: a real model on the CPU, a desktop window,
 # a hundred durable runs), started first. pytest-xdist hands tests out in collection order, so a
-# long test collected last would run alone at the end while the other workers sit idle.
+# long test collected last would run alone at the end while the other workers sit idle. Slow tests
+# outside SLOW_FILES (found with --durations) are listed here too.
 LONGEST_FILES = (
     "e2e/test_llama_real_model.py",
     "e2e/test_durable_scale_out.py",
@@ -77,6 +78,15 @@ def llama_ready(config: pytest.Config) -> bool:
         done = os.environ.get("LOOPWARDEN_LLAMA_BUILD_DONE")
         config._loopwarden_llama_now = done is None or Path(done).exists()  # type: ignore[attr-defined]
     return bool(config._loopwarden_llama_now)  # type: ignore[attr-defined]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist's `load` scheduling hands each worker a quarter of its share in one block at the
+    # start (so one worker got every long test) and never moves queued tests, so the suite ended
+    # with one worker running its queue while the other sat idle. One test at a time (xdist still
+    # keeps two queued per worker) spreads the long ones and leaves no queue behind at the end.
+    if config.pluginmanager.hasplugin("xdist") and config.getoption("maxschedchunk", None) is None:
+        config.option.maxschedchunk = 1
 
 
 @pytest.hookimpl(optionalhook=True)
