@@ -116,3 +116,26 @@ def test_totals_count_in_place_as_setting_them_does() -> None:
     set_.tool_rounds, set_.cost = 1, 0.25
     set_.prompt_tokens, set_.completion_tokens, set_.cached_tokens = 3, 2, 1
     assert counted == set_ and counted.model_dump_json() == set_.model_dump_json()
+
+
+def test_a_quick_tool_that_raises_a_timeout_reads_as_a_timed_out_call_with_or_without_a_limit() -> None:
+    import asyncio
+
+    from loopwarden.executor import Executor
+
+    @tool(blocking=False)  # runs inline: no timer of the executor's own
+    def lookup() -> str:
+        """Times out on its own."""
+        raise TimeoutError("socket")
+
+    for limit, message in ((5.0, "lookup did not finish within 5 s"), (None, "lookup did not finish")):
+        execution = asyncio.run(Executor(default_timeout=limit, retry=_no_retry()).run(lookup, lookup.args_model()))
+        result = execution.result
+        assert (result.error_type, result.retryable) == ("timeout", True)
+        assert result.message is not None and result.message.startswith(message)
+
+
+def _no_retry() -> Any:
+    from loopwarden.retry import RetryPolicy
+
+    return RetryPolicy(max_attempts=1)

@@ -121,7 +121,8 @@ class Executor:
         """Attempt until a result is not retryable or the policy gives up (retry.py);
         deterministic failures return at once."""
         started = time.perf_counter()
-        first = await self._attempt(tool, arguments)
+        # A quick sync tool runs here and now: no coroutine to make for its attempt.
+        first = self._inline_attempt(tool, arguments) if tool.runs_inline else await self._attempt(tool, arguments)
         if not first.retryable:  # the common call: nothing to retry, no retrier to set up
             return Execution(first, 1, (time.perf_counter() - started) * 1000)
         if not tool.retried_automatically:  # a write may have done its work before it failed
@@ -152,25 +153,44 @@ class Executor:
             executions += await asyncio.gather(*(bounded(t, a) for t, a in batch))
         return executions
 
-    async def _attempt(self, tool: Tool, arguments: BaseModel) -> ToolResult:
-        limit = tool.timeout if tool.timeout is not None else self.default_timeout
+    def _inline_attempt(self, tool: Tool, arguments: BaseModel) -> ToolResult:
+        """A quick sync tool's attempt: no thread hop, and no timer (nothing could interrupt it)."""
         try:
-            if tool.runs_inline:  # a quick sync tool: no thread hop, and no timer (nothing could interrupt it)
-                raw = tool.call_inline(arguments)
-            else:
-                async with asyncio.timeout(limit):
-                    raw = await tool.call(arguments)
+            raw = tool.call_inline(arguments)
+        except TimeoutError:  # as the timer's own, below
+            return self._timed_out(tool)
+        except Exception as error:  # a tool that raises never crashes the run
+            return exception_result(tool, error)
+        return self._result(tool, raw)
+
+    async def _attempt(self, tool: Tool, arguments: BaseModel) -> ToolResult:
+        if tool.runs_inline:
+            return self._inline_attempt(tool, arguments)
+        try:
+            async with asyncio.timeout(self._limit(tool)):
+                raw = await tool.call(arguments)
         except TimeoutError:
-            return ToolResult.failure(
-                "timeout",
-                f"{tool.wire_name} did not finish within {limit:g} s",
-                retryable=True,
-                user_action="try a smaller request, or another approach",
-            )
+            return self._timed_out(tool)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # a tool that raises never crashes the run
             return exception_result(tool, error)
+        return self._result(tool, raw)
+
+    def _limit(self, tool: Tool) -> float | None:
+        return tool.timeout if tool.timeout is not None else self.default_timeout
+
+    def _timed_out(self, tool: Tool) -> ToolResult:
+        limit = self._limit(tool)  # None: the tool's own TimeoutError, with no limit set here
+        return ToolResult.failure(
+            "timeout",
+            f"{tool.wire_name} did not finish" + (f" within {limit:g} s" if limit is not None else ""),
+            retryable=True,
+            user_action="try a smaller request, or another approach",
+        )
+
+    @staticmethod
+    def _result(tool: Tool, raw: Any) -> ToolResult:
         try:
             return tool.to_result(raw)
         except Exception as error:  # a broken result parser is the tool's failure, not the run's

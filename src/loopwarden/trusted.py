@@ -102,7 +102,10 @@ def trusted(cls: type[M], values: dict[str, Any]) -> M:
         plan = _plans[cls]
     except KeyError:
         plan = _plans[cls] = _plan(cls)
-    if plan is None or (shape := plan.shape(tuple(values))) is None:
+    if plan is None:
+        return cls(**values)
+    names = tuple(values)
+    if (shape := plan.shapes.get(names) or plan.shape(names)) is None:
         return cls(**values)  # validation: the error names the misspelt or missing field
     data = {**plan.defaults, **values}  # the defaults' keys first: field order
     for name, factory in shape.factories:
