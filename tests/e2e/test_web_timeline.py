@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -112,11 +113,15 @@ def test_an_offline_run_says_no_model_and_the_bar_moves_inside_explore(tmp_path:
     for i in range(12):
         (data / f"extra_{i:02d}.csv").write_text("t,v\n" + "\n".join(f"{t},{t * i}" for t in range(5)) + "\n")
 
+    shown = threading.Event()  # set by the test once the page shows the bar inside explore
+
     async def offline_job(config: Any, *, run_id: str | None = None, start_seq: int = 0) -> AsyncIterator[Event]:
         async for event in run_report(config, run_id=run_id, start_seq=start_seq, toolchain=NO_LATEX):
             yield event
-            if event.type == "stage_progress":
-                await asyncio.sleep(0.3)  # slow enough for the page to show each step
+            data = event.model_dump()
+            if event.type == "stage_progress" and data["stage"] == "explore" and data["files_read"] > 0:
+                # Held mid-explore (files read, stage not ended) until the page has shown it.
+                await asyncio.to_thread(shown.wait, 60)
 
     app = create_app(settings_for(tmp_path, [root]), offline_job)
     with serve_in_thread(app) as base:
@@ -127,6 +132,7 @@ def test_an_offline_run_says_no_model_and_the_bar_moves_inside_explore(tmp_path:
         label = page.text_content("#progress-label") or ""
         assert "explore" in label and "/14 files read" in label, label
         assert "files read" in (page.text_content("#stages li.started") or "")
+        shown.set()
         page.wait_for_selector("#result-card:not([hidden])", timeout=120_000)
         totals = "document.getElementById('run-totals').textContent"
         wait_until(page, f"/offline explorer and writer, no model/.test({totals})")
