@@ -47,8 +47,10 @@ def terminate_slot_session(url: str, executor_id: str) -> None:
     key = WORKER_SLOT_LOCK + int(executor_id.removeprefix("worker-"))
     with psycopg.connect(url, autocommit=True) as conn:
         rows = conn.execute(
+            # Only this test's database: another test's workers hold the same keys in theirs.
             "SELECT pg_terminate_backend(pid) FROM pg_locks"
-            " WHERE locktype = 'advisory' AND granted AND classid = %s AND objid = %s",
+            " WHERE locktype = 'advisory' AND granted AND classid = %s AND objid = %s"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             (key >> 32, key & 0xFFFFFFFF),
         ).fetchall()
     assert rows == [(True,)]
