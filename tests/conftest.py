@@ -64,6 +64,36 @@ LONGEST_FILES = (
 )
 
 
+# Tests that share an expensive module or session fixture (a whole report run, xelatex, a desktop
+# window, the llama server): under xdist each group goes to one worker as one unit, so the fixture
+# is built once. Handed out one test at a time, a module's tests landed on both workers and each
+# built it (test_report_pdf.py: 38 s twice on a loaded machine; a llama server per worker).
+# (xdist's own `loadgroup` cannot do this under pytest 9: it renames `item._nodeid`, gone.)
+SHARED_SETUP_GROUPS = {
+    "llama_server": ("e2e/test_llama_real_model.py", "e2e/test_proxy_llama.py"),
+    **{
+        file: (file,)
+        for file in (
+            "e2e/test_report_pdf.py",
+            "e2e/test_report_real_folder.py",
+            "e2e/test_desktop_app.py",
+            "e2e/test_proxy_fidelity.py",
+            "e2e/test_server_bad_input.py",
+            "test_server_sse.py",
+            "test_report_tables_corpus.py",
+            "test_report_attribute_names.py",
+            "test_report_statistics.py",
+        )
+    },
+}
+
+
+def shared_setup_group(nodeid: str) -> str | None:
+    """The SHARED_SETUP_GROUPS group of a test id (`tests/<file>::<name>`), if any."""
+    relative = nodeid.split("::", 1)[0].removeprefix("tests/")
+    return next((group for group, files in SHARED_SETUP_GROUPS.items() if relative in files), None)
+
+
 LLAMA_NOW = "loopwarden_llama_now"
 
 
@@ -80,13 +110,23 @@ def llama_ready(config: pytest.Config) -> bool:
     return bool(config._loopwarden_llama_now)  # type: ignore[attr-defined]
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # pytest-xdist's `load` scheduling hands each worker a quarter of its share in one block at the
-    # start (so one worker got every long test) and never moves queued tests, so the suite ended
-    # with one worker running its queue while the other sat idle. One test at a time (xdist still
-    # keeps two queued per worker) spreads the long ones and leaves no queue behind at the end.
-    if config.pluginmanager.hasplugin("xdist") and config.getoption("maxschedchunk", None) is None:
-        config.option.maxschedchunk = 1
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """For `-n` alone (`--dist load`): one test at a time, but a SHARED_SETUP_GROUPS group as one
+    unit. xdist's `load` handed each worker a quarter of its share in one block at the start (so one
+    worker got every long test) and never moves queued tests, so the suite ended with one worker
+    running its queue while the other sat idle; this keeps at most three tests queued per worker,
+    in collection order. Another --dist given on the command line is left to xdist."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedSetupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return shared_setup_group(nodeid) or nodeid
+
+    config.option.loadscopereorder = False  # keep the collection order (start_order below)
+    return SharedSetupScheduling(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)
