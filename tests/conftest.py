@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+from shared_setup import shared_setup_group
+
 settings.register_profile(
     "loaded",
     deadline=None,
@@ -80,13 +82,23 @@ def llama_ready(config: pytest.Config) -> bool:
     return bool(config._loopwarden_llama_now)  # type: ignore[attr-defined]
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # pytest-xdist's `load` scheduling hands each worker a quarter of its share in one block at the
-    # start (so one worker got every long test) and never moves queued tests, so the suite ended
-    # with one worker running its queue while the other sat idle. One test at a time (xdist still
-    # keeps two queued per worker) spreads the long ones and leaves no queue behind at the end.
-    if config.pluginmanager.hasplugin("xdist") and config.getoption("maxschedchunk", None) is None:
-        config.option.maxschedchunk = 1
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """For `-n` alone (`--dist load`): one test at a time, but a SHARED_SETUP_GROUPS group as one
+    unit. xdist's `load` handed each worker a quarter of its share in one block at the start (so one
+    worker got every long test) and never moves queued tests, so the suite ended with one worker
+    running its queue while the other sat idle; this keeps at most three tests queued per worker,
+    in collection order. Another --dist given on the command line is left to xdist."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedSetupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return shared_setup_group(nodeid) or nodeid
+
+    config.option.loadscopereorder = False  # keep the collection order (start_order below)
+    return SharedSetupScheduling(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)

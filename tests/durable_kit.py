@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from server_jobs import free_port
+from server_jobs import HTTP, free_port
 
 DEMO_JOB = "loopwarden.durable.demo:demo_job"
 POSTGRES_ENV = "LOOPWARDEN_TEST_POSTGRES_URL"
@@ -112,7 +112,7 @@ def serve(
 
     def healthy() -> bool:
         try:
-            return httpx.get(f"{base}/api/health", timeout=2).status_code == 200
+            return HTTP.get(f"{base}/api/health", timeout=2).status_code == 200
         except httpx.TransportError:
             return False
 
@@ -157,14 +157,14 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def submit(base: str, folder: str, **fields: Any) -> str:
-    response = httpx.post(f"{base}/api/runs", json={"folder": folder, **fields}, timeout=30)
+    response = HTTP.post(f"{base}/api/runs", json={"folder": folder, **fields})
     assert response.status_code == 202, response.text
     run_id: str = response.json()["id"]
     return run_id
 
 
 def run_status(base: str, run_id: str) -> str:
-    status: str = httpx.get(f"{base}/api/runs/{run_id}", timeout=30).json()["status"]
+    status: str = HTTP.get(f"{base}/api/runs/{run_id}").json()["status"]
     return status
 
 
@@ -173,7 +173,7 @@ def finished(base: str, run_id: str) -> bool:
 
 
 def stored_events(base: str, run_id: str) -> list[dict[str, Any]]:
-    text = httpx.get(f"{base}/api/runs/{run_id}/artifacts/events.jsonl", timeout=30).text
+    text = HTTP.get(f"{base}/api/runs/{run_id}/artifacts/events.jsonl").text
     return [json.loads(line) for line in text.splitlines()]
 
 

@@ -13,11 +13,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvicorn
 
 from loopwarden.approval import ApprovalGate, PendingCall
 from loopwarden.events import ApprovalDecided, ApprovalRequired, Event, EventStamper, Totals
 from loopwarden.report.events import Milestone, ReportFinished
+
+# One client for every request of these tests (no connection kept open, so a killed server leaves
+# no stale one): `httpx.get` builds a client, and with it an SSL context, per call (about 70 ms of
+# CPU), which polled every 50 ms kept a core busy while the servers under test started.
+HTTP = httpx.Client(timeout=30, limits=httpx.Limits(max_keepalive_connections=0))
 
 
 def job_spec(config: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from durable_kit import env_for, fresh_database, log_tail, spawn, stop, wait_for
+from durable_kit import HTTP, env_for, fresh_database, log_tail, spawn, stop, wait_for
 from server_jobs import free_port
 
 pytest.importorskip("dbos", reason="the durable extra is not installed")
@@ -57,6 +57,6 @@ def test_the_commands_start_and_become_ready(tmp_path: Path) -> None:
 
 def _healthy(port: int) -> bool:
     try:
-        return httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200
+        return HTTP.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200
     except httpx.TransportError:
         return False

@@ -17,7 +17,7 @@ import httpx
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
-from server_jobs import free_port, parse_sse  # noqa: E402
+from server_jobs import HTTP, free_port, parse_sse  # noqa: E402
 
 LOADED = 60.0
 """Seconds an HTTP call to the server may take: on a machine busy with other work a live server
@@ -38,7 +38,7 @@ def serve_process(state: Path, allowed: Path) -> Iterator[tuple[subprocess.Popen
         while True:
             assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
             try:
-                if httpx.get(f"{base}/api/health", timeout=1).status_code == 200:
+                if HTTP.get(f"{base}/api/health", timeout=1).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
@@ -65,7 +65,7 @@ def test_sigkill_mid_run_leaves_an_interrupted_run_with_its_events(tmp_path: Pat
     with serve_process(state, allowed) as (process, base):
         run_id = httpx.post(f"{base}/api/runs", json={"folder": "exp"}, timeout=LOADED).json()["id"]
         deadline = time.monotonic() + 30
-        while httpx.get(f"{base}/api/runs/{run_id}", timeout=LOADED).json()["last_seq"] < 60:
+        while HTTP.get(f"{base}/api/runs/{run_id}", timeout=LOADED).json()["last_seq"] < 60:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         before = stored_events(base, run_id)

@@ -139,7 +139,12 @@ class RunStore:
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at REAL)"
         )
+        # Read without the write lock first: a version once applied stays applied, so a store
+        # opened again (a traced run opens one each) takes no write transaction at all.
+        applied = {int(row[0]) for row in conn.execute("SELECT version FROM schema_migrations").fetchall()}
         for migration in sorted(migrations, key=lambda m: m.version):
+            if migration.version in applied:
+                continue
             with self._write() as tx:
                 # Re-checked inside the write lock: another process may have just applied it.
                 if tx.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)).fetchone():

@@ -1,0 +1,33 @@
+"""Which tests share an expensive fixture, for the xdist scheduler in tests/conftest.py (a module
+of its own: tests/test_suite_groups.py checks it, and a conftest cannot be imported by name)."""
+
+from __future__ import annotations
+
+# Tests that share an expensive module or session fixture (a whole report run, xelatex, a desktop
+# window, the llama server): under xdist each group goes to one worker as one unit, so the fixture
+# is built once. Handed out one test at a time, a module's tests landed on both workers and each
+# built it (test_report_pdf.py: 38 s twice on a loaded machine; a llama server per worker).
+# (xdist's own `loadgroup` cannot do this under pytest 9: it renames `item._nodeid`, gone.)
+SHARED_SETUP_GROUPS = {
+    "llama_server": ("e2e/test_llama_real_model.py", "e2e/test_proxy_llama.py"),
+    **{
+        file: (file,)
+        for file in (
+            "e2e/test_report_pdf.py",
+            "e2e/test_report_real_folder.py",
+            "e2e/test_desktop_app.py",
+            "e2e/test_proxy_fidelity.py",
+            "e2e/test_server_bad_input.py",
+            "test_server_sse.py",
+            "test_report_tables_corpus.py",
+            "test_report_attribute_names.py",
+            "test_report_statistics.py",
+        )
+    },
+}
+
+
+def shared_setup_group(nodeid: str) -> str | None:
+    """The SHARED_SETUP_GROUPS group of a test id (`tests/<file>::<name>`), if any."""
+    relative = nodeid.split("::", 1)[0].removeprefix("tests/")
+    return next((group for group, files in SHARED_SETUP_GROUPS.items() if relative in files), None)
