@@ -18,6 +18,7 @@ import gc
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import repeat
+from operator import itemgetter
 from typing import Any, Literal, overload
 
 from pydantic import BaseModel, GetCoreSchemaHandler
@@ -166,8 +167,17 @@ def _as_list(value: Sequence[FileEntry]) -> list[FileEntry]:
 
 def extensions(names: list[str]) -> list[str]:
     """`extension(name)` of every name: the lower-cased part after the last dot, "" when the only
-    dot leads the name or there is none; one C-level split per name instead of a call."""
-    return [tail.lower() if head else "" for head, _, tail in map(str.rpartition, names, repeat("."))]
+    dot leads the name or there is none; C-level passes (a split and a lower-casing per name), with
+    a loop in Python only for a batch that has a name of the second kind."""
+    parts = list(map(str.rpartition, names, repeat(".")))
+    exts = list(map(str.lower, map(_TAIL, parts)))
+    if not all(map(_HEAD, parts)):
+        exts = [ext if head else "" for ext, (head, _, _) in zip(exts, parts, strict=True)]
+    return exts
+
+
+_HEAD = itemgetter(0)
+_TAIL = itemgetter(2)
 
 
 @contextmanager

@@ -12,7 +12,7 @@ import stat
 from bisect import bisect_left
 from collections import Counter
 from itertools import compress, islice, repeat
-from operator import attrgetter, eq, lt
+from operator import attrgetter, eq, lt, not_
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -142,7 +142,7 @@ class _Columns:
         self.exts: list[str] = []
 
     def add(self, rel: str, names: list[str], sizes: list[int]) -> None:
-        self.paths += [rel + name for name in names] if rel else names
+        self.paths += map(rel.__add__, names) if rel else names
         self.sizes += sizes
         self.exts += extensions(names)
 
@@ -151,6 +151,11 @@ class _Columns:
 # emits files of that folder already listed and stat'ed, once everything sorting before them is out.
 _Step = tuple[str, str, list[str] | None, list[int] | None]
 _NAME = attrgetter("name")
+_SIZE = attrgetter("st_size")
+_IS_LINK = os.DirEntry.is_symlink
+_IS_FILE = os.DirEntry.is_file
+_IS_DIR = os.DirEntry.is_dir
+_STAT = os.DirEntry.stat
 
 
 def _walk(real_root: str, out: _Columns, skipped: list[SkippedEntry]) -> None:
@@ -185,10 +190,80 @@ def _list(
 ) -> None:
     with os.scandir(fd) as listing:
         entries = sorted(listing, key=_NAME)  # so `names` below comes out sorted
+    real: dict[str, str] = {}
+    plain = _plain(entries)
+    if plain is not None:
+        names, sizes, folders = plain
+    else:
+        names, sizes, folders = _sort_out(entries, current, rel, real_root, skipped, real)
+    # Sorted paths from sorted steps: everything under folder "d" starts with rel + "d/", and no
+    # file name holds a "/", so it sorts among its folder's files exactly where "d/" does. The
+    # folder's files are cut at each subfolder's "d/"; the files before the first one are next
+    # in order and go out now (a folder without subfolders never touches the stack).
+    if real:  # a shown name may sort elsewhere than the real one did
+        order = sorted(range(len(names)), key=names.__getitem__)
+        names, sizes = [names[i] for i in order], [sizes[i] for i in order]
+    folders.sort()
+    lo = bisect_left(names, folders[0]) if folders else len(names)
+    out.add(rel, names[:lo], sizes[:lo])
+    steps: list[_Step] = []
+    for i, folder in enumerate(folders, 1):
+        steps.append((os.path.join(current, real.get(folder[:-1], folder[:-1])), rel + folder, None, None))
+        hi = bisect_left(names, folders[i], lo) if i < len(folders) else len(names)
+        if hi > lo:
+            steps.append((current, rel, names[lo:hi], sizes[lo:hi]))
+        lo = hi
+    stack += reversed(steps)
+
+
+def _plain(entries: list[os.DirEntry[str]]) -> tuple[list[str], list[int], list[str]] | None:
+    """(file names, sizes, "folder/" names) of a folder holding only regular files and folders
+    with names shown as they are, none hidden or skipped; None for any other folder.
+
+    The common case, done in C-level passes over the folder rather than Python code per entry
+    (`_sort_out` below, the general case, gives the same result for such a folder;
+    tests/test_report_scan_fast.py checks the two against each other). With no link in the folder,
+    `is_file()` and `stat()` without `follow_symlinks=False` read the same `d_type` and make the
+    same descriptor-relative lstat.
+    """
+    names = list(map(_NAME, entries))
+    joined = "/".join(names)  # no name holds a "/"
+    if not joined.isascii():
+        try:
+            joined.encode("utf-8")
+        except UnicodeEncodeError:  # undecodable bytes: shown as \xNN, which may sort elsewhere
+            return None
+    if joined[:1] == "." or "/." in joined or not SKIPPED_DIRS.isdisjoint(names) or any(map(_IS_LINK, entries)):
+        return None
+    is_file = list(map(_IS_FILE, entries))
+    if all(is_file):
+        files, folders = entries, []
+    else:
+        others = list(compress(entries, map(not_, is_file)))
+        if not all(map(_IS_DIR, others)):  # a FIFO, socket or device
+            return None
+        files, folders = list(compress(entries, is_file)), [entry.name + "/" for entry in others]
+        names = list(compress(names, is_file))
+    try:
+        sizes: list[int] = list(map(_SIZE, map(_STAT, files)))
+    except OSError:  # a file removed or replaced since the listing: the general case says which
+        return None
+    return names, sizes, folders
+
+
+def _sort_out(
+    entries: list[os.DirEntry[str]],
+    current: str,
+    rel: str,
+    real_root: str,
+    skipped: list[SkippedEntry],
+    real: dict[str, str],
+) -> tuple[list[str], list[int], list[str]]:
+    """(file names, sizes, "folder/" names) of any folder, entry by entry; what is left out goes
+    to `skipped`, and a name shown otherwise than it is named goes to `real` (shown -> real)."""
     names: list[str] = []
     sizes: list[int] = []
     folders: list[str] = []
-    real: dict[str, str] = {}
     for entry in entries:
         name = shown_name(entry.name)  # file names are bytes: undecodable ones are shown as \xNN
         if name is not entry.name:
@@ -212,24 +287,7 @@ def _list(
                 sizes.append(link_size)
         else:
             skipped.append(SkippedEntry(path=rel + name, reason="not a regular file (FIFO, socket or device)"))
-    # Sorted paths from sorted steps: everything under folder "d" starts with rel + "d/", and no
-    # file name holds a "/", so it sorts among its folder's files exactly where "d/" does. The
-    # folder's files are cut at each subfolder's "d/"; the files before the first one are next
-    # in order and go out now (a folder without subfolders never touches the stack).
-    if real:  # a shown name may sort elsewhere than the real one did
-        order = sorted(range(len(names)), key=names.__getitem__)
-        names, sizes = [names[i] for i in order], [sizes[i] for i in order]
-    folders.sort()
-    lo = bisect_left(names, folders[0]) if folders else len(names)
-    out.add(rel, names[:lo], sizes[:lo])
-    steps: list[_Step] = []
-    for i, folder in enumerate(folders, 1):
-        steps.append((os.path.join(current, real.get(folder[:-1], folder[:-1])), rel + folder, None, None))
-        hi = bisect_left(names, folders[i], lo) if i < len(folders) else len(names)
-        if hi > lo:
-            steps.append((current, rel, names[lo:hi], sizes[lo:hi]))
-        lo = hi
-    stack += reversed(steps)
+    return names, sizes, folders
 
 
 def _link_size(link: str, rel_path: str, real_root: str, skipped: list[SkippedEntry]) -> int | None:
