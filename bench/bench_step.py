@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import os
 import re
 import subprocess
 import sys
@@ -62,7 +63,9 @@ def run_once(steps: int, without: list[str]) -> None:
 def instructions(steps: int, without: list[str]) -> int:
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
     command += ["--run", str(steps), *(a for part in without for a in ("--without", part))]
-    out = subprocess.run(command, capture_output=True, text=True, check=True).stderr
+    # One hash seed for every count: string hashes change dict and set work by a few thousand a step.
+    env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
+    out = subprocess.run(command, capture_output=True, text=True, check=True, env=env).stderr
     found = re.search(r"Collected : (\d+)", out)
     assert found, out[-2000:]
     return int(found[1])
