@@ -139,3 +139,32 @@ def _no_retry() -> Any:
     from loopwarden.retry import RetryPolicy
 
     return RetryPolicy(max_attempts=1)
+
+
+def test_a_turns_calls_are_checked_against_the_offer_the_general_path_computes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop checks a reply's calls against the tools it was offered (`last_offered`), not
+    the offer worked out again: the two agree whenever the offer changes (narrowed after a
+    repeat, tools found by search, a paused turn resumed), so the checks see one offer."""
+    import asyncio
+
+    import test_approval
+    import test_loop
+    import test_toolsearch
+    from loopwarden.loop import Run
+
+    checked: list[tuple[list[str], list[str]]] = []
+    general = Run._check
+
+    def comparing(self: Run, reply: Any) -> Any:
+        checked.append((sorted(self.last_offered), sorted(self._offered_now())))
+        return general(self, reply)
+
+    monkeypatch.setattr(Run, "_check", comparing)
+    test_loop.test_narrowing_drops_the_repeated_tool_and_the_nudge_is_sent_once()
+    test_loop.test_narrowing_forces_the_terminal_tool_when_the_phase_has_one()
+    asyncio.run(test_toolsearch.test_agent_offers_a_handful_finds_the_tool_and_uses_it_next_turn())
+    asyncio.run(test_toolsearch.test_a_found_tool_called_in_the_same_turn_is_not_allowed())
+    test_approval.test_without_a_gate_the_run_pauses_and_resumes_from_json_after_a_restart()
+    offers = {tuple(used) for used, _ in checked}
+    assert len(checked) >= 12 and len(offers) >= 4  # the offer did change along the way
+    assert all(used == general_offer for used, general_offer in checked)

@@ -144,6 +144,18 @@ async def finish_with_answer(
     yield finished(run, status, stop_reason, run.output.dump() if run.output is not None else text)
 
 
+async def approval_review(run: Run, proposals: list[Proposal]) -> AsyncIterator[Event]:
+    """A turn's calls that need a person's approval: asked for, or the run ends paused."""
+    async for event in run.approvals.review(proposals, run.turn):
+        yield event
+    run.started += run.approvals.waited  # a person's time is not the run's time budget
+    run.approvals.waited = 0.0
+    if run.approvals.paused is not None:  # no one to ask in process: hand the run over
+        yield phase_event(run, "approval_required", "paused", "a call needs approval")
+        yield finished(run, "paused", "approval_required", run.approvals.paused.model_dump(mode="json"))
+        run.done = True
+
+
 # -- the model call and the budgets before it --------------------------------------------------
 
 

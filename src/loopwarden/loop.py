@@ -4,7 +4,7 @@ verifier decides, and every step is yielded as an event.
     async for event in Agent(model, tools).stream("question"):   # agent.py
         ...
 
-Read in order: events() (the tool phase's loop) → _run_calls() (guard, execute, state) → _end_phase() or
+Read in order: events() (the tool phase's loop) → _check(), _proposed(), _execute(), _finished() → _end_phase() or
 _steer() (terminal tool, checklist, findings). How a phase ends and the model call live in ending.py.
 """
 
@@ -22,6 +22,7 @@ from .context import RunContext, current_context
 from .ending import (
     Stop,
     after_stop,
+    approval_review,
     call_model,
     check_budgets,
     final_answer,
@@ -46,7 +47,7 @@ from .events import (
 )
 from .executor import Executor
 from .guard import build_detectors
-from .guard.detector import Detector
+from .guard.detector import overriding
 from .guard.ladder import Finding, Rung
 from .guard.monologue import PENDING_TERMINAL, open_work
 from .guard.novelty import novelty_of
@@ -91,7 +92,7 @@ class Run:
         self.novelty = novelty_of(self.state)
         self.repeats = RepeatGuard(self.config.ladder, self.novelty)
         self.detectors = build_detectors(agent.detectors, self.config.disabled_detectors)
-        self._hooked = {hook: _overriding(self.detectors, hook) for hook in ("on_calls", "on_results", "on_text")}
+        self._hooked = {hook: overriding(self.detectors, hook) for hook in ("on_calls", "on_results", "on_text")}
         self._hooks = {hook: [getattr(d, hook) for d in found] for hook, found in self._hooked.items()}
         self._terminals = [  # a handoff is an option, not the way to finish
             t.wire_name for t in agent.registry if t.terminal and not isinstance(t, HandoffTool)
@@ -150,35 +151,55 @@ class Run:
                 return
             self._adopt_intent()
         try:
-            if self.replay is not None:
+            reply = self.replay  # a paused turn's calls run first, then the tool phase goes on
+            if reply is not None:
                 self.last_offered = self._offered_now()
-                async for event in self._run_calls(self.replay):
-                    yield event
-            while not self.done:  # the tool phase (here, not in a generator of its own: one hand-off less per event)
-                check_budgets(self)
-                reply = await call_model(self, self._offered_now(), self._choice_now())
-                yield model_event(self, reply)
-                for event in self._on_text(reply):
-                    yield event
-                if not reply.tool_calls and self._keep_working(reply):
-                    continue
-                if not reply.tool_calls:
-                    async for event in finish_with_answer(self, reply, "final_answer"):
+            while not self.done:  # the tool phase, all in this generator: no generator of its own per turn
+                if reply is None:
+                    check_budgets(self)
+                    reply = await call_model(self, self._offered_now(), self._choice_now())
+                    yield model_event(self, reply)
+                    for event in self._on_text(reply):
                         yield event
-                    return
-                self.totals.count("tool_rounds")
-                self.messages.append(reply.assistant_message())
-                async for event in self._run_calls(reply):
+                    if not reply.tool_calls and self._keep_working(reply):
+                        reply = None
+                        continue
+                    if not reply.tool_calls:
+                        async for event in finish_with_answer(self, reply, "final_answer"):
+                            yield event
+                        return
+                    self.totals.count("tool_rounds")
+                    self.messages.append(reply.assistant_message())
+                proposals, reply = self._check(reply), None
+                for event in self._proposed(proposals):
                     yield event
+                if self.approvals.needed(proposals):
+                    async for event in approval_review(self, proposals):
+                        yield event
+                    if self.done:
+                        return
+                await self._execute([p for p in proposals if p.runnable])
+                for event in self._finished(proposals):
+                    yield event
+                stopped = first_stopped(proposals)
+                if stopped is None and (terminal_result(proposals) is not None or self._checklist_complete()):
+                    async for event in self._end_phase(proposals):  # an async generator only when the phase ends
+                        yield event
+                else:
+                    for event in self._steer(proposals, stopped):
+                        yield event
         except Stop as stop:
             async for event in after_stop(self, stop):
                 yield event
 
-    async def _run_calls(self, reply: ModelReply) -> AsyncIterator[Event]:
-        offered = set(self._offered_now())
+    def _check(self, reply: ModelReply) -> list[Proposal]:
+        offered = set(self.last_offered)  # what the model was offered for this reply (_offered_now then)
         self.narrowed, self.forced_choice = set(), None
         proposals = [self.checker.check(call, self.turn, offered) for call in reply.tool_calls]
         self.totals.count("tool_calls_proposed", len(proposals))
+        return proposals
+
+    def _proposed(self, proposals: list[Proposal]) -> Iterator[Event]:
         for p in proposals:
             yield self.stamp.trusted(
                 ToolCallProposed,
@@ -192,17 +213,8 @@ class Run:
             )
             yield verdict_event(self, p)
         self._observe("on_calls", [p.record for p in proposals])
-        if self.approvals.needed(proposals):
-            async for event in self.approvals.review(proposals, self.turn):
-                yield event
-        self.started += self.approvals.waited  # a person's time is not the run's time budget
-        self.approvals.waited = 0.0
-        if self.approvals.paused is not None:  # no one to ask in process: hand the run over
-            yield phase_event(self, "approval_required", "paused", "a call needs approval")
-            yield finished(self, "paused", "approval_required", self.approvals.paused.model_dump(mode="json"))
-            self.done = True
-            return
-        await self._execute([p for p in proposals if p.runnable])
+
+    def _finished(self, proposals: list[Proposal]) -> Iterator[Event]:
         for p in proposals:
             p.take_shared_result()
         records = []
@@ -220,13 +232,6 @@ class Run:
             yield self.stamp(
                 ToolsDiscovered, turn=self.turn, tools=found, n_tools_offered_next=len(self._offered_now())
             )
-        stopped = first_stopped(proposals)
-        if stopped is None and (terminal_result(proposals) is not None or self._checklist_complete()):
-            async for event in self._end_phase(proposals):  # an async generator only when the phase ends
-                yield event
-            return
-        for event in self._steer(proposals, stopped):
-            yield event
 
     def _checklist_complete(self) -> bool:
         return self.state.checklist is not None and self.state.checklist.complete
@@ -400,9 +405,3 @@ class Run:
         if self.handed_from is None:
             return self.totals
         return self.handed_from.totals_so_far().plus(self.totals)
-
-
-def _overriding(detectors: list[Detector], hook: str) -> list[Detector]:
-    """The detectors whose `hook` does something (the base class's hooks do nothing)."""
-    inert = getattr(Detector, hook)
-    return [d for d in detectors if hook in getattr(d, "__dict__", ()) or getattr(type(d), hook, None) is not inert]

@@ -14,12 +14,12 @@ from loopwarden.proxy.app import create_proxy
 from loopwarden.proxy.settings import build_settings
 from openai_server import Reply, ScriptedServer, completion, error, reply, stream, tool_call
 from proxykit import READ_FILE, client_loop, proxy_in_front, wait_for_port
-from server_jobs import free_port, serve_in_thread
+from server_jobs import HTTP, free_port, serve_in_thread
 
 
 def post(base: str, body: Any, **kwargs: Any) -> httpx.Response:
     content = body if isinstance(body, bytes) else None
-    return httpx.post(f"{base}/chat/completions", content=content, json=None if content else body, timeout=30, **kwargs)
+    return HTTP.post(f"{base}/chat/completions", content=content, json=None if content else body, **kwargs)
 
 
 @pytest.mark.parametrize(

@@ -28,3 +28,9 @@ class Detector:
     def on_text(self, turn: int, text: str, tools_offered: bool, state: RunState) -> Finding | None:
         """After a model reply with text (with or without calls)."""
         return None
+
+
+def overriding(detectors: list[Detector], hook: str) -> list[Detector]:
+    """The detectors whose `hook` does something (the base class's hooks do nothing)."""
+    inert = getattr(Detector, hook)
+    return [d for d in detectors if hook in getattr(d, "__dict__", ()) or getattr(type(d), hook, None) is not inert]
