@@ -29,6 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 LOOPWARDEN = ROOT / ".venv" / "bin" / "loopwarden"
 STARTUP_S = 240.0  # Qt WebEngine's first start on a loaded 2-core machine
 
+# Polled every 0.5 s while the window starts: one client, as `httpx.get` built an SSL context per
+# call (67 ms of CPU); no connection kept, as each app started has its own DevTools port.
+DEVTOOLS = httpx.Client(timeout=5, limits=httpx.Limits(max_keepalive_connections=0))
+
 
 def wait_for(what: str, check: Callable[[], T | None], timeout: float, every: float = 0.2) -> T:
     """Poll `check` until it returns something true (not None, False, "" or empty); fail naming `what`."""
@@ -269,7 +273,7 @@ class App:
         from websockets.sync.client import connect
 
         try:
-            targets = httpx.get(f"http://127.0.0.1:{self.port}/json", timeout=5).json()
+            targets = DEVTOOLS.get(f"http://127.0.0.1:{self.port}/json").json()
         except (httpx.HTTPError, ValueError):
             return False
         pages = [t for t in targets if t.get("type") == "page" and t.get("url", "").startswith(self.url)]
