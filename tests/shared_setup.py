@@ -8,8 +8,9 @@ from __future__ import annotations
 # is built once. Handed out one test at a time, a module's tests landed on both workers and each
 # built it (test_report_pdf.py: 38 s twice on a loaded machine; a llama server per worker).
 # (xdist's own `loadgroup` cannot do this under pytest 9: it renames `item._nodeid`, gone.)
+LLAMA_GROUP = "llama_server"
 SHARED_SETUP_GROUPS = {
-    "llama_server": ("e2e/test_llama_real_model.py", "e2e/test_proxy_llama.py"),
+    LLAMA_GROUP: ("e2e/test_llama_real_model.py", "e2e/test_proxy_llama.py"),
     **{
         file: (file,)
         for file in (
