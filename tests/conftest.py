@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from shared_setup import LLAMA_GROUP, shared_setup_group
+from shared_setup import shared_setup_group
 
 settings.register_profile(
     "loaded",
@@ -93,14 +93,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    # The llama tests share one server only when they start first: while CI still builds
-    # llama-cpp-python they run last, and as one unit they would leave the other worker idle.
-    ungrouped = () if llama_ready(config) else (LLAMA_GROUP,)
-
     class SharedSetupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             group = shared_setup_group(nodeid)
-            return group if group is not None and group not in ungrouped else nodeid
+            return nodeid if group is None else group
 
     config.option.loadscopereorder = False  # keep the collection order (start_order below)
     return SharedSetupScheduling(config, log)

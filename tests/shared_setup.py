@@ -4,13 +4,15 @@ of its own: tests/test_suite_groups.py checks it, and a conftest cannot be impor
 from __future__ import annotations
 
 # Tests that share an expensive module or session fixture (a whole report run, xelatex, a desktop
-# window, the llama server): under xdist each group goes to one worker as one unit, so the fixture
-# is built once. Handed out one test at a time, a module's tests landed on both workers and each
-# built it (test_report_pdf.py: 38 s twice on a loaded machine; a llama server per worker).
+# window): under xdist each group goes to one worker as one unit, so the fixture is built once.
+# Handed out one test at a time, a module's tests landed on both workers and each built it
+# (test_report_pdf.py: 38 s twice on a loaded machine).
 # (xdist's own `loadgroup` cannot do this under pytest 9: it renames `item._nodeid`, gone.)
-LLAMA_GROUP = "llama_server"
+# The real-model tests are in no group: each worker starts its own llama server, as the suite ran
+# green before. The server's sampling state carries over from one request to the next, so a test's
+# conversation depends on what the server answered before it; with one server for all four tests,
+# the repeating-model test once ran past the 4096-token window (model_error).
 SHARED_SETUP_GROUPS = {
-    LLAMA_GROUP: ("e2e/test_llama_real_model.py", "e2e/test_proxy_llama.py"),
     **{
         file: (file,)
         for file in (
