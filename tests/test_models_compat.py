@@ -12,6 +12,7 @@ import pytest
 
 from loopwarden import Agent, LoopConfig, tool
 from loopwarden.models.base import ClientNote, ModelError, ModelRequest
+from loopwarden.models.budget import estimate_tokens
 from loopwarden.models.config import EndpointConfig
 from loopwarden.models.openai_compat import OpenAICompatModel
 from openai_server import Reply, ScriptedServer, completion, error, reply, tool_call, usage
@@ -175,6 +176,38 @@ async def test_a_configured_window_fits_the_request_before_it_is_sent(server: Sc
     assert len(json.dumps(sent["messages"])) < 2048 * 3
     assert sent["messages"][-1]["content"] == "Now summarise."  # the last message kept whole
     assert [n.kind for n in notes] == ["context_budget"]
+
+
+def short_turns(n: int) -> list[dict[str, Any]]:
+    """A tool loop's history of many short turns: no content long enough to clip."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "You explore files."},
+        {"role": "user", "content": "Read notes.txt and report the peak field."},
+    ]
+    for i in range(n):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "n"}'}}
+        history += [
+            {"role": "assistant", "content": f"reading, turn {i}", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "notes.txt: peak field 12.4 mT at x = 3.0 mm."},
+        ]
+    return history
+
+
+async def test_a_history_of_short_turns_longer_than_the_window_drops_its_oldest_turns(server: ScriptedServer) -> None:
+    # A repeating model's history: clipping cannot shorten it, so without dropping turns the request
+    # went out longer than the window, and the refusal ended the run with model_error.
+    server.push(reply(completion("ok")))
+    notes: list[ClientNote] = []
+    history = short_turns(80)
+    await model(server, notes, context_window=1024).complete(ModelRequest(messages=history, max_tokens=256))
+    [sent] = server.requests
+    kept = sent["messages"]
+    assert kept[:2] == history[:2] and kept[-2:] == history[-2:]  # system, task and the latest turn
+    assert 4 < len(kept) < len(history)
+    assert estimate_tokens(kept) + 256 <= 1024  # what was sent fits, by the client's (high) estimate
+    called = {c["id"] for m in kept if m["role"] == "assistant" for c in m.get("tool_calls", [])}
+    assert all(m["tool_call_id"] in called for m in kept if m["role"] == "tool")  # no result without its call
+    assert [n.kind for n in notes] == ["context_budget"] and "oldest messages" in notes[0].message
 
 
 async def test_the_output_cap_is_lowered_to_what_the_window_leaves(server: ScriptedServer) -> None:

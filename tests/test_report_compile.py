@@ -95,6 +95,18 @@ async def test_check_compiles_resolves_paths_from_the_output_folder(tmp_path: Pa
     assert not (tmp_path / "_check").exists()
 
 
+async def test_an_error_naming_a_file_under_a_long_path_is_reported_whole(tmp_path: Path) -> None:
+    # TeX folds its log at 79 characters unless told otherwise: the file name was cut in two.
+    require_binary("xelatex")
+    workdir = tmp_path / ("a-long-folder-name-" * 5)
+    workdir.mkdir()
+    missing = GOOD.replace("Soil", "\\includegraphics{figures/absent-figure.png}\nSoil").replace(
+        "\\documentclass{article}", "\\documentclass{article}\n\\usepackage{graphicx}"
+    )
+    error = await check_compiles(missing, workdir, probe_toolchain())
+    assert error is not None and "figures/absent-figure.png" in error.message, error
+
+
 def _writing(tmp_path: Path, model: ScriptedModel | None, tools: Toolchain) -> Writing:
     inp = WriterInput(load_template("brief"), make_record(), ScanResult(root=str(tmp_path)), [], [])
     session = Session(model or ScriptedModel([]), EventStamper("t"), Totals(), tools, tmp_path)

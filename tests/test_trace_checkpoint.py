@@ -17,7 +17,7 @@ from loopwarden.trace.store import RunStore
 from loopwarden.trace.writer import RunWriter
 
 
-async def test_every_few_commits_on_the_event_loop_ask_for_one_checkpoint(
+async def test_commits_on_the_event_loop_ask_for_one_checkpoint_per_thousand_pages_or_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[Path] = []
@@ -25,11 +25,26 @@ async def test_every_few_commits_on_the_event_loop_ask_for_one_checkpoint(
     store = RunStore(tmp_path / "runs.db")
     store.create_run(run_id="r")
     writer, stamp = RunWriter(store, "r"), EventStamper("r")
-    for i in range(2 * checkpoint.EVERY):
+    # A commit of one event changes two rows (the event, the run's last number): a commit's pages.
+    commits = -(-checkpoint.PAGES // checkpoint.COMMIT_PAGES)
+    for i in range(2 * commits):
         writer.events.append(stamp(NudgeInjected, turn=i, detector="cycle", text=f"nudge {i}"))
         await writer.flush()  # the store is free: each commit is made on this thread
+        assert len(asked) == (i + 1) // commits
     assert asked == [store.path, store.path]
-    assert store.last_seq("r") == 2 * checkpoint.EVERY
+    assert store.last_seq("r") == 2 * commits
+
+
+async def test_a_commit_of_many_rows_counts_for_their_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[Path] = []
+    monkeypatch.setattr(checkpoint, "request", asked.append)
+    store = RunStore(tmp_path / "runs.db")
+    store.create_run(run_id="r")
+    writer, stamp = RunWriter(store, "r"), EventStamper("r")
+    for i in range(checkpoint.PAGES * checkpoint.ROWS_PER_PAGE):
+        writer.events.append(stamp(NudgeInjected, turn=i, detector="cycle", text=f"nudge {i}"))
+    await writer.flush()
+    assert asked == [store.path]  # one commit, as many pages as a thousand small ones would make
 
 
 def test_a_checkpoint_copies_the_log_into_the_database(tmp_path: Path) -> None:

@@ -4,9 +4,11 @@ A request longer than the window is refused (HTTP 400 `context_length`), and sen
 unchanged is refused again. The client budgets every request: the output cap first (a stage's
 `max_tokens`, lowered to what the window leaves), then the prompt, by clipping the longest
 message contents (tool results before user text; never the system prompt, and the last message
-only as a last resort) with a marker that says how much was cut. Stages that build big prompts
-(drafting, review) budget their own material by priority first (`report.write.draft`); this is the
-backstop for every request, the tool loop's growing history included.
+only as a last resort) with a marker that says how much was cut; when that is not enough (a long
+history of short turns, which clipping cannot shorten), by dropping the oldest turns whole. Stages
+that build big prompts (drafting, review) budget their own material by priority first
+(`report.write.draft`); this is the backstop for every request, the tool loop's growing history
+included.
 
 Tokens are estimated, not counted (no tokenizer is loaded): ASCII text at 3 characters a token,
 other characters at one each — deliberately high, so a fitted request fits.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from .base import Message
@@ -57,9 +60,12 @@ class Fitted:
     prompt_tokens: int = 0
     """The estimate after fitting."""
     fits: bool = True
+    dropped: int = 0
+    """Messages of the oldest turns left out."""
 
     def describe(self) -> str:
-        return f"clipped {self.clipped_chars} characters of the conversation to fit the context window"
+        dropped = f" and dropped the {self.dropped} oldest messages" if self.dropped else ""
+        return f"clipped {self.clipped_chars} characters{dropped} of the conversation to fit the context window"
 
 
 def fit_request(
@@ -81,9 +87,30 @@ def fit_request(
     output = max(MIN_OUTPUT_TOKENS, min(output, room - prompt))
     if prompt + output <= room:
         return Fitted(messages, output, prompt_tokens=prompt)
-    fitted, clipped = clip_messages(messages, room - output - (prompt - estimate_tokens(messages)))
+    budget = room - output - (prompt - estimate_tokens(messages))
+    fitted, clipped = clip_messages(messages, budget)
+    dropped = 0
+    if estimate_tokens(fitted) > budget:
+        fitted, dropped = drop_turns(fitted, budget)
     after = estimate_tokens(fitted, tools)
-    return Fitted(fitted, output, clipped, after, fits=after + output <= room)
+    return Fitted(fitted, output, clipped, after, fits=after + output <= room, dropped=dropped)
+
+
+def drop_turns(messages: list[Message], budget: int) -> tuple[list[Message], int]:
+    """Leave out the oldest turns whole until the messages fit `budget` tokens: an assistant
+    message goes with the tool results that answer it, so no result is left without its call.
+    The system prompts, the task (the first other message) and the latest turn always stay; a
+    request that does not fit even so is sent, and the server's refusal ends the call."""
+    head = next((i for i, m in enumerate(messages) if m.get("role") != "system"), len(messages)) + 1
+    starts = [i for i in range(head, len(messages)) if messages[i].get("role") != "tool" or i == head]
+    total = estimate_tokens(messages)
+    cut = head
+    for start, end in pairwise(starts):  # the last turn is never dropped
+        if total <= budget:
+            break
+        total -= estimate_tokens(messages[start:end])
+        cut = end
+    return messages[:head] + messages[cut:], cut - head
 
 
 def clip_messages(messages: list[Message], budget: int) -> tuple[list[Message], int]:

@@ -222,7 +222,7 @@ class OpenAICompatModel:
         fitted = fit_request(
             request.messages, request.tools, window=self.context_window, max_tokens=request.max_tokens, shrink=shrink
         )
-        if fitted.clipped_chars:
+        if fitted.clipped_chars or fitted.dropped:
             self._note(ClientNote(kind="context_budget", message=fitted.describe()), notes)
         return fitted
 

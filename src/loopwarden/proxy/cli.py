@@ -33,9 +33,7 @@ def register(app: typer.Typer) -> None:
         max_model_calls: Annotated[int | None, typer.Option(help="Model calls per task.")] = None,
         max_tokens: Annotated[int | None, typer.Option(help="Tokens per task (estimated from the history).")] = None,
         max_tool_rounds: Annotated[int | None, typer.Option(help="Tool rounds per task.")] = None,
-        max_cost: Annotated[
-            float | None, typer.Option(help="Cost per task, from estimated tokens at --price.")
-        ] = None,
+        max_cost: Annotated[float | None, typer.Option(help="Cost per task, from estimated tokens at --price.")] = None,
         conversation_max_model_calls: Annotated[
             int | None, typer.Option(help="Model calls per conversation (all its tasks, from the history).")
         ] = None,

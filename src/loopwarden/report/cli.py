@@ -215,7 +215,7 @@ class StageBar:
 
 
 def inside_stage(event: StageProgress) -> str:
-    """"12/40 files read, 2 figures": what a stage has done so far."""
+    """ "12/40 files read, 2 figures": what a stage has done so far."""
     text = f"{event.files_read}/{event.files_planned} files read"
     if event.figures_made:
         text += f", {event.figures_made} figure{'s' if event.figures_made != 1 else ''}"

@@ -117,13 +117,15 @@ class RunStore:
         except sqlite3.OperationalError:  # database is locked: another writer has it
             yield None
             return
+        changes = conn.total_changes
         try:
             yield conn
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-        checkpoint.committed(self.path)  # checkpointed in the background, never on this thread
+        # Checkpointed in the background, never on this thread, by how much was written.
+        checkpoint.committed(self.path, conn.total_changes - changes)
 
     def close(self) -> None:
         with self._lock:

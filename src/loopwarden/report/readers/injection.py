@@ -29,8 +29,6 @@ _INJECTION = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.IGNORECASE)
 MAX_PER_FILE = 5
 
 
-
-
 def find_injections(path: str, text: str) -> list[SuspectedInjection]:
     found: list[SuspectedInjection] = []
     for number, line in enumerate(text.splitlines(), start=1):

@@ -116,6 +116,9 @@ async def run_tex(
         "openin_any": "p",
         "openout_any": "p",
         "shell_escape": "f",
+        # TeX folds log lines at 79 characters by default, which cut error messages naming a file
+        # under a long path (the missing figure's name was lost); the log is read by code.
+        "max_print_line": "10000",
         "LANG": "C.UTF-8",
         **(env or {}),
     }

@@ -1,0 +1,54 @@
+"""Fitting a request into the context window (models/budget.py), as properties: whatever the
+history, what is sent keeps the system prompt, the task and the latest turn, never leaves a tool
+result without the call it answers, and fits whenever those alone fit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from loopwarden.models.budget import estimate_tokens, fit_request
+
+SYSTEM = {"role": "system", "content": "You explore files."}
+TASK = {"role": "user", "content": "Read notes.txt and report the peak field."}
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = [SYSTEM, TASK]
+    for i in range(draw(st.integers(0, 60))):
+        if draw(st.booleans()):
+            calls = [
+                {"id": f"c{i}.{j}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+                for j in range(draw(st.integers(1, 3)))
+            ]
+            history.append({"role": "assistant", "content": "", "tool_calls": calls})
+            size = draw(st.integers(10, 2000))
+            history += [{"role": "tool", "tool_call_id": c["id"], "content": "r" * size} for c in calls]
+        else:
+            role = draw(st.sampled_from(["user", "assistant"]))
+            history.append({"role": role, "content": "t" * draw(st.integers(1, 900))})
+    return history
+
+
+@given(histories(), st.integers(600, 8192), st.integers(16, 512))
+def test_a_fitted_history_keeps_the_task_and_the_latest_turn_and_every_call_of_a_result(
+    history: list[dict[str, Any]], window: int, max_tokens: int
+) -> None:
+    fitted = fit_request(history, None, window=window, max_tokens=max_tokens)
+    sent = fitted.messages
+    assert sent[:2] == [SYSTEM, TASK]
+    latest = max((i for i in range(2, len(history)) if history[i]["role"] != "tool"), default=len(history))
+    tail = history[latest:]  # the latest turn: a call with its results, or a message
+    assert [m["role"] for m in sent[len(sent) - len(tail) :]] == [m["role"] for m in tail]  # clipped perhaps, kept
+    called = {c["id"] for m in sent if m["role"] == "assistant" for c in m.get("tool_calls", [])}
+    assert all(m["tool_call_id"] in called for m in sent if m["role"] == "tool")
+    assert len(sent) == len(history) - fitted.dropped
+    if fitted.dropped == 0 and fitted.clipped_chars == 0:
+        assert sent == history  # a request that fits goes out unchanged
+    whole_turn = fit_request([SYSTEM, TASK, *tail], None, window=window, max_tokens=max_tokens)
+    if whole_turn.fits and whole_turn.clipped_chars == 0:  # the task and the latest turn alone fit
+        assert fitted.fits
+        assert estimate_tokens(sent) + (fitted.max_tokens or 0) <= window
