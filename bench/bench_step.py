@@ -25,7 +25,7 @@ from typing import Any
 
 PARTS = ("detectors", "novelty", "events")
 """detectors: none built (the default five off); novelty: a result's content key is a counter
-(no stripping, no encoding); events: the four per-step events are not built (None)."""
+(no stripping, no encoding); events: the four per-step events are not built (None; their fields still gathered)."""
 
 
 def leave_out(part: str) -> None:
@@ -42,6 +42,7 @@ def leave_out(part: str) -> None:
         from loopwarden.events import EventStamper
 
         EventStamper.trusted = lambda self, cls, **fields: None  # type: ignore[assignment,method-assign,return-value]
+        EventStamper.in_order = lambda self, cls, fields, unset=(): None  # type: ignore[assignment,method-assign,return-value]
 
 
 def run_once(steps: int, without: list[str]) -> None:

@@ -237,3 +237,58 @@ def test_in_order_takes_the_general_way_for_any_other_dict() -> None:
             "reason": "r", "call_id": None, "tool": None, "count": None, "evidence": ["e"]}  # fmt: skip
     odd = in_order(GuardVerdict, data, ("evidence",))
     assert odd.evidence == ["e"] and "evidence" in odd.model_fields_set
+
+
+PLAIN_VOLATILE_TEXT = (
+    r"(?=[0-9a-fA-F])(?:"
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b"
+    r"|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+    r"|\b[0-9a-fA-F]{16,}\b"
+    r"|\b\d{10,}\b"
+    r"|\b\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b)"
+)
+"""The volatile-text pattern as first written: one plain alternative per kind of part."""
+
+
+def test_volatile_text_is_blanked_where_the_plain_alternation_blanks_it() -> None:
+    import random
+    import re
+
+    from loopwarden.guard.novelty import _VOLATILE_TEXT
+
+    plain = re.compile(PLAIN_VOLATILE_TEXT)
+    parts = ["2026-12-01", "T10:00:00Z", " 10:00", ":00", ".5", "+01:00", "123e4567-e89b-12d3-a456-426614174000",
+             "deadbeef", "deadbeefdeadbeef", "1733130000", "123", "9", " ms", "ms", "s", " sec", "seconds", "x", "_",
+             "-", " ", "a", "é", "٣", "Z", "T", ".", ":", "0", "f"]  # fmt: skip
+    characters = "0123456789abcdefABCDEFxyzT Z:-+._\n\t msecondsé٣"
+    rng = random.Random(17)
+    texts = ["no such file: part-12.txt", "took 12 ms", "at 10:00:01.5 now", "x9:00:00", "3.5s and 4 seconds"]
+    for _ in range(20000):
+        texts.append("".join(rng.choice(parts) for _ in range(rng.randint(0, 8))))
+        texts.append("".join(rng.choice(characters) for _ in range(rng.randint(0, 30))))
+    blanked = 0
+    for text in texts:
+        expected = plain.sub("<v>", text)
+        assert _VOLATILE_TEXT.sub("<v>", text) == expected, text
+        blanked += expected != text
+    assert blanked > len(texts) // 10  # the texts did have volatile parts to blank
+
+
+def test_replies_calls_and_results_built_in_order_are_what_validation_makes() -> None:
+    from loopwarden.models.base import ModelReply, ToolCall
+    from loopwarden.models.scripted import as_reply
+
+    @tool
+    def read(path: str) -> str:
+        """Read."""
+        return path
+
+    usage = Usage(prompt_tokens=3)
+    built = [as_reply("an answer", usage), as_reply(ToolCall(id="c", name="read", arguments='{"path": "a"}'), usage)]
+    built += [read.to_result("text"), read.to_result({"rows": [1]}), built[1].tool_calls[0]]
+    assert [type(b) for b in built] == [ModelReply, ModelReply, ToolResult, ToolResult, ToolCall]
+    for b in built:
+        again = _as_validated(b)
+        assert list(again.__dict__.items()) == list(b.__dict__.items()) and again.model_fields_set == b.model_fields_set
+    assert built[0].notes is not built[1].notes  # a default factory's value is each instance's own

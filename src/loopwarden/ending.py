@@ -24,7 +24,7 @@ from .guard.ladder import Finding, Rung
 from .guard.repetition import ChantInStream, StreamWatch, chant
 from .models.base import ModelError, ModelReply, ModelRequest, ToolChoice, Usage
 from .proposals import Proposal
-from .trusted import trusted
+from .trusted import in_order
 from .verify import first_failure, reinforcement
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ def check_budgets(run: Run) -> None:
 async def call_model(run: Run, tool_names: list[str], choice: ToolChoice | None) -> ModelReply:
     run.turn += 1
     # Built by the runtime from checked parts: not re-validated (the history grows every turn).
-    request = trusted(
+    request = in_order(  # every field, in field order
         ModelRequest,
         {
             "messages": list(run.messages),

@@ -22,7 +22,7 @@ from .fastjson import encoder
 from .retry import is_retryable_status
 from .signatures import args_model as signature_model
 from .signatures import arguments_schema, parse_docstring
-from .trusted import trusted
+from .trusted import in_order
 
 SideEffect = Literal["read", "write"]
 
@@ -306,7 +306,13 @@ class Tool:
             failure = self.result_parser(raw)
             if failure is not None:
                 return failure
-        return trusted(ToolResult, {"ok": True, "data": raw})  # ToolResult.success(raw), built unchecked
+        # ToolResult.success(raw), built unchecked: every field in field order, the defaults not counted as set
+        success = {"ok": True, "data": raw, "error_type": None, "retryable": False,
+                   "user_action": None, "message": None}  # fmt: skip
+        return in_order(ToolResult, success, _SUCCESS_UNSET)
+
+
+_SUCCESS_UNSET = ("error_type", "retryable", "user_action", "message")
 
 
 @overload

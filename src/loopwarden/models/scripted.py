@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from itertools import count
 from typing import Any
 
-from ..trusted import trusted
+from ..trusted import in_order, trusted
 from .base import ModelError, ModelReply, ModelRequest, ToolCall, Usage
 
 ReplyLike = ModelReply | str | ToolCall | list[ToolCall] | Exception
@@ -30,14 +30,22 @@ def _scripted_usage() -> Usage:
     return trusted(Usage, {"prompt_tokens": 10, "completion_tokens": 5})
 
 
+_TEXT_UNSET = ("tool_calls", "reasoning", "model", "notes", "attempts")
+_CALLS_UNSET = ("text", "reasoning", "model", "notes", "attempts")
+
+
 def as_reply(item: ReplyLike, usage: Usage | None = None) -> ModelReply:
     if isinstance(item, ModelReply):
         return item
     usage = usage or _scripted_usage()
-    if isinstance(item, str):
-        return trusted(ModelReply, {"text": item, "usage": usage, "finish_reason": "stop"})
+    if isinstance(item, str):  # every field in field order; the defaults not counted as set
+        text = {"text": item, "tool_calls": [], "usage": usage, "reasoning": None, "finish_reason": "stop",
+                "model": None, "notes": [], "attempts": 1}  # fmt: skip
+        return in_order(ModelReply, text, _TEXT_UNSET)
     if isinstance(item, ToolCall):
-        return trusted(ModelReply, {"tool_calls": [_fresh_id(item)], "usage": usage, "finish_reason": "tool_calls"})
+        calls = {"text": None, "tool_calls": [_fresh_id(item)], "usage": usage, "reasoning": None,
+                 "finish_reason": "tool_calls", "model": None, "notes": [], "attempts": 1}  # fmt: skip
+        return in_order(ModelReply, calls, _CALLS_UNSET)
     if isinstance(item, list):
         return ModelReply(tool_calls=[_fresh_id(c) for c in item], usage=usage, finish_reason="tool_calls")
     raise TypeError(f"cannot turn {type(item).__name__} into a model reply")
@@ -56,7 +64,7 @@ def _fresh_id(tool_call: ToolCall) -> ToolCall:
     fresh = f"call_{next(_call_ids)}"
     if type(tool_call) is not ToolCall:
         return tool_call.model_copy(update={"id": fresh})
-    return trusted(ToolCall, {"id": fresh, "name": tool_call.name, "arguments": tool_call.arguments})
+    return in_order(ToolCall, {"id": fresh, "name": tool_call.name, "arguments": tool_call.arguments})
 
 
 class ScriptedModel:
