@@ -26,6 +26,10 @@ from pathlib import Path
 import pytest
 
 CONTEXT_WINDOW = 4096
+GREEDY = {"temperature": 0}
+"""Sent with every request (`extra_body`): the server's `--seed` seeds its sampler once, so a sampled
+reply depended on every request the server answered before (the report run took 45 to 312 s);
+chatml-function-calling drops a request's own `seed`, but greedy decoding needs none."""
 READY_WITHIN = 180.0
 """Seconds for the server to load the model and answer /v1/models."""
 BUILD_WAIT = float(os.environ.get("LOOPWARDEN_LLAMA_BUILD_WAIT", "2700"))
@@ -125,6 +129,13 @@ def start(log_dir: Path) -> tuple[LlamaServer, subprocess.Popen[bytes]]:
         str(CONTEXT_WINDOW),
         "--seed",
         "7",  # the same sampling on every run, as far as the server allows
+        # One thread: with two, llama.cpp's OpenMP threads spin at each barrier, and on a busy machine
+        # (xdist's workers, another server) each request took ~2.5x the CPU (3 tool-loop requests, same
+        # tokens: 11.4 -> 4.5 s of the server's CPU; a 1954-token prompt 54 -> 43 s).
+        "--n_threads",
+        "1",
+        "--n_threads_batch",
+        "1",
     ]
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)

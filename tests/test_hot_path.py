@@ -168,3 +168,72 @@ def test_a_turns_calls_are_checked_against_the_offer_the_general_path_computes(m
     offers = {tuple(used) for used, _ in checked}
     assert len(checked) >= 12 and len(offers) >= 4  # the offer did change along the way
     assert all(used == general_offer for used, general_offer in checked)
+
+
+def _as_validated(event: Any) -> Any:
+    """The event validation makes from the fields the built one says were given."""
+    return type(event).model_validate({name: getattr(event, name) for name in event.model_fields_set})
+
+
+def test_events_built_in_order_are_what_validating_their_given_fields_makes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop's per-step events (`EventStamper.in_order`: every field in order, no defaults
+    merged) in a run that allows, refuses and answers calls from the cache: the same fields in
+    the same order, the same fields-set, as validation of the fields it says were given; and
+    none of them took the general way."""
+    import loopwarden.trusted
+    from loopwarden import Agent, FunctionModel
+    from loopwarden.events import ToolCallFinished, ToolCallProposed
+    from loopwarden.models.scripted import call
+
+    general: list[type] = []
+    trusted = loopwarden.trusted.trusted
+    monkeypatch.setattr(loopwarden.trusted, "trusted", lambda cls, values: general.append(cls) or trusted(cls, values))
+
+    @tool
+    def read(path: str) -> str:
+        """Read."""
+        return f"text of {path}"
+
+    script = iter([call("read", {"path": "a"}), call("nope"), call("read", "{not json"), call("read", {"path": "a"})])
+    run = Agent(FunctionModel(lambda r: next(script, "done")), [read]).run_sync("x")
+    hot = (ModelCalled, ToolCallProposed, GuardVerdict, ToolCallFinished)
+    kinds: dict[type, set[str]] = {}
+    for event in run.events:
+        if type(event) in hot:
+            again = _as_validated(event)
+            assert list(again.__dict__.items()) == list(event.__dict__.items()), event
+            assert again.model_fields_set == event.model_fields_set and "type" not in event.model_fields_set
+            kinds.setdefault(type(event), set()).add(getattr(event, "action", ""))
+    assert set(kinds) == set(hot) and {"allowed", "refused", "cached"} <= kinds[GuardVerdict]
+    assert not general
+    stamp = EventStamper("r")  # the way taken otherwise, for a dict not in field order
+    stamp.in_order(GuardVerdict, {"detector": "d", "turn": 1, "action": "allowed", "reason": "r"})
+    assert general == [GuardVerdict]
+
+
+def test_in_order_takes_the_general_way_for_any_other_dict() -> None:
+    from loopwarden.events import ToolCallFinished
+    from loopwarden.trusted import in_order
+
+    stamp = EventStamper("run")
+    fields = {"turn": 1, "call_id": "c", "tool": "t", "ok": True, "error_type": None, "retryable": False,
+              "message": None, "cached": False, "executed": True, "attempts": 1, "duration_ms": 0.0,
+              "preview": "", "checklist_done": []}  # fmt: skip
+    fast = stamp.in_order(ToolCallFinished, dict(fields))
+    swapped = stamp.in_order(ToolCallFinished, {"call_id": "c", "turn": 1, **fields})  # not in field order
+    assert list(swapped.__dict__) == list(fast.__dict__) == list(ToolCallFinished.model_fields)
+    assert swapped.model_dump(exclude={"seq", "ts"}) == fast.model_dump(exclude={"seq", "ts"})
+    assert fast.model_fields_set == swapped.model_fields_set == set(ToolCallFinished.model_fields) - {"type"}
+    short = dict(fields)
+    del short["preview"]  # a default left out: filled in, and not in the fields-set
+    built = stamp.in_order(ToolCallFinished, short)
+    assert built.preview == "" and "preview" not in built.model_fields_set
+    with pytest.raises(ValidationError, match="cahced"):
+        stamp.in_order(ToolCallFinished, {**fields, "cahced": True})
+    with pytest.raises(ValidationError, match="ok"):
+        stamp.in_order(ToolCallFinished, {k: v for k, v in fields.items() if k != "ok"})
+    # a name said to be at its default that is not: the general way, which counts it as given
+    data = {"type": "x", "run_id": "r", "seq": 1, "ts": 0.0, "turn": 1, "detector": "d", "action": "allowed",
+            "reason": "r", "call_id": None, "tool": None, "count": None, "evidence": ["e"]}  # fmt: skip
+    odd = in_order(GuardVerdict, data, ("evidence",))
+    assert odd.evidence == ["e"] and "evidence" in odd.model_fields_set

@@ -287,3 +287,24 @@ async def test_an_empty_reply_is_asked_again_with_a_reminder_not_the_same_reques
     assert second["messages"][:-1] == first["messages"]
     assert second["messages"][-1]["role"] == "user" and "empty" in second["messages"][-1]["content"]
     assert request.messages == [{"role": "user", "content": "peak?"}]  # the caller's history is untouched
+
+
+async def test_a_long_run_of_short_turns_is_not_ended_by_the_context_window(server: ScriptedServer) -> None:
+    # A server with a 1024-token window (as llama.cpp's n_ctx) and a model that reads a new file every
+    # turn: the history outgrows the window by the eighth turn or so. The runtime knows the window, so
+    # each request is fitted before it is sent; before, the too-long request was refused twice and the
+    # run ended with model_error.
+    window = 1024
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if estimate_tokens(body["messages"], body.get("tools")) + (body.get("max_tokens") or 0) > window:
+            return error(400, f"Requested tokens exceed context window of {window}")
+        turn = len(server.requests)
+        if turn > 16:
+            return reply(completion(None, [tool_call("finish", {"summary": "all parts read"})]))
+        return reply(completion(f"reading part {turn}", [tool_call("read_file", {"path": f"part-{turn}.txt"})]))
+
+    server.respond = respond
+    result = await Agent(model(server, context_window=window), [read_file, finish]).run("Read every part.")
+    assert result.stop_reason == "terminal_tool", [e.model_dump() for e in result.events if e.type == "model_failed"]
+    assert result.output == "all parts read" and result.totals.model_calls == len(server.requests) == 17

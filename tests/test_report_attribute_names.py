@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 from importlib import resources
+from importlib.util import find_spec
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +21,8 @@ from loopwarden.report.readers.attributes import attribute_candidates, link_unit
 from loopwarden.report.record import TableProfile
 from reportkit import explore_offline
 
-pytest.importorskip("sklearn")
+if find_spec("sklearn") is None:  # looked up, not imported: the import cost ~7 s of each worker's collection
+    pytest.skip("scikit-learn is not installed", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")

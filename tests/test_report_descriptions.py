@@ -4,6 +4,7 @@ public data packages ship (scikit-learn's .rst, palmerpenguins' docstring, vega_
 from __future__ import annotations
 
 from importlib import resources
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,8 @@ import pytest
 from describedcorpus import weather_folder
 from loopwarden.report.readers.descriptions import describe, first_sentence, folder_title, main_description
 
-pytest.importorskip("sklearn")
+if find_spec("sklearn") is None:  # looked up, not imported: the import cost ~2-4 s of each worker's collection
+    pytest.skip("scikit-learn is not installed", allow_module_level=True)
 
 
 def _descr(name: str) -> str:

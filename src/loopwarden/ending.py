@@ -219,24 +219,30 @@ def _charge(run: Run, attempts: int, usage: Usage) -> None:
 
 
 def model_event(run: Run, reply: ModelReply) -> Event:
-    return run.stamp.trusted(
+    return run.stamp.in_order(
         ModelCalled,
-        turn=run.turn,
-        model=reply.model or run.agent.model.name,
-        tools_offered=run.last_offered,
-        n_tools_offered=len(run.last_offered),
-        tool_choice=run.last_choice,
-        usage=reply.usage,
-        text=reply.text,
-        n_tool_calls=len(reply.tool_calls),
-        duration_ms=run.last_call_ms,
-        notes=reply.notes,
-        attempts=reply.attempts,
+        {
+            "turn": run.turn,
+            "model": reply.model or run.agent.model.name,
+            "tools_offered": run.last_offered,
+            "n_tools_offered": len(run.last_offered),
+            "tool_choice": run.last_choice,
+            "usage": reply.usage,
+            "text": reply.text,
+            "n_tool_calls": len(reply.tool_calls),
+            "duration_ms": run.last_call_ms,
+            "notes": reply.notes,
+            "attempts": reply.attempts,
+        },
     )
 
 
 def verdict_event(run: Run, p: Proposal) -> Event:
-    return run.stamp.trusted(GuardVerdict, turn=run.turn, call_id=p.call.id, tool=p.call.name, **p.verdict_fields())
+    fields = p.verdict_fields(run.turn)  # evidence is given only when there is some (else the default)
+    return run.stamp.in_order(GuardVerdict, fields, _TYPE if fields["evidence"] else _TYPE_EVIDENCE)
+
+
+_TYPE, _TYPE_EVIDENCE = ("type",), ("type", "evidence")
 
 
 def finding_event(run: Run, finding: Finding) -> Event:

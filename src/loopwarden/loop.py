@@ -201,16 +201,7 @@ class Run:
 
     def _proposed(self, proposals: list[Proposal]) -> Iterator[Event]:
         for p in proposals:
-            yield self.stamp.trusted(
-                ToolCallProposed,
-                turn=self.turn,
-                call_id=p.call.id,
-                tool=p.call.name,
-                arguments=p.arguments,
-                args_hash=p.args_hash,
-                raw_arguments=p.call.arguments,
-                repaired=p.repair,
-            )
+            yield self.stamp.in_order(ToolCallProposed, p.proposed_fields(self.turn))
             yield verdict_event(self, p)
         self._observe("on_calls", [p.record for p in proposals])
 
@@ -224,7 +215,7 @@ class Run:
             self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": content})
             records.append(p.record)
             done = self.state.add(records[-1])
-            yield self.stamp.trusted(ToolCallFinished, turn=self.turn, checklist_done=done, **p.result_fields(content))
+            yield self.stamp.in_order(ToolCallFinished, p.result_fields(self.turn, done, content))
         self.novelty.observe_results(self.turn, records, self.state)
         self.repeats.settle(records)
         self._observe("on_results", records)

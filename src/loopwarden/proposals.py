@@ -89,31 +89,36 @@ class Proposal:
             writes=bool(self.tool and self.tool.side_effect == "write"),
         )
 
-    def verdict_fields(self) -> dict[str, Any]:
+    def proposed_fields(self, turn: int) -> dict[str, Any]:
+        """The `tool_call_proposed` fields after the four every event has, in field order."""
+        call = self.call
+        return {
+            "turn": turn,
+            "call_id": call.id,
+            "tool": call.name,
+            "arguments": self.arguments,
+            "args_hash": hash_of_canonical(self.canonical),
+            "raw_arguments": call.arguments,
+            "repaired": self.repair,
+        }
+
+    def verdict_fields(self, turn: int) -> dict[str, Any]:
+        """The `guard_verdict` fields after the four every event has, in field order."""
         action, count = self.decision.action, self.decision.count
         if self.shares is not None and action == "allowed":
             action = "cached"
+        call_id, name = self.call.id, self.call.name
         if action == "stopped":
             reason = f"identical call #{count}: phase stopped"
         elif action in ("cached", "nudged", "narrowed"):
             reason = f"identical call #{count}" + (": answered from the earlier result" if self.cached else "")
         elif self.refused_by is not None:
             assert self.result is not None
-            return {
-                "detector": self.refused_by,
-                "action": "refused",
-                "reason": self.result.message or "",
-                "count": count,
-            }
+            reason = self.result.message or ""
+            return _verdict(turn, self.refused_by, "refused", reason, call_id, name, count, [])
         else:
-            return {"detector": "guard", "action": "allowed", "reason": self._allowed_reason(), "count": count}
-        return {
-            "detector": DETECTOR,
-            "action": action,
-            "reason": reason,
-            "count": count,
-            "evidence": [self.fingerprint],
-        }
+            return _verdict(turn, "guard", "allowed", self._allowed_reason(), call_id, name, count, [])
+        return _verdict(turn, DETECTOR, action, reason, call_id, name, count, [self.fingerprint])
 
     def _allowed_reason(self) -> str:
         if not self.changed:
@@ -121,22 +126,25 @@ class Proposal:
         edits = ", ".join(f"{name}={used!r} (proposed {old!r})" for name, (old, used) in self.changed.items())
         return f"allowed; set by code: {edits}"
 
-    def result_fields(self, content: str | None = None) -> dict[str, Any]:
-        """The `tool_call_finished` fields; `content` is the result's model content when known."""
+    def result_fields(self, turn: int, checklist_done: list[str], content: str | None = None) -> dict[str, Any]:
+        """The `tool_call_finished` fields after the four every event has, in field order;
+        `content` is the result's model content when known."""
         assert self.result is not None
-        r = self.result
+        r = self.result.__dict__  # read once each (a frozen model's own values)
         return {
+            "turn": turn,
             "call_id": self.call.id,
             "tool": self.call.name,
-            "ok": r.ok,
-            "error_type": r.error_type,
-            "retryable": r.retryable,
-            "message": r.message,
+            "ok": r["ok"],
+            "error_type": r["error_type"],
+            "retryable": r["retryable"],
+            "message": r["message"],
             "cached": self.cached,
             "executed": self.attempts > 0,
             "attempts": self.attempts,
             "duration_ms": self.duration_ms,
-            "preview": (r.to_model_content() if content is None else content)[:300],
+            "preview": (self.result.to_model_content() if content is None else content)[:300],
+            "checklist_done": checklist_done,
         }
 
     def finding(self, count: int, rung: Rung = Rung.STOP) -> Finding:
@@ -150,6 +158,21 @@ class Proposal:
             tools=frozenset({name}),
             count=count,
         )
+
+
+def _verdict(
+    turn: int, detector: str, action: str, reason: str, call_id: str, tool: str, count: int, evidence: list[str]
+) -> dict[str, Any]:
+    return {
+        "turn": turn,
+        "detector": detector,
+        "action": action,
+        "reason": reason,
+        "call_id": call_id,
+        "tool": tool,
+        "count": count,
+        "evidence": evidence,
+    }
 
 
 def first_stopped(proposals: list[Proposal]) -> Proposal | None:

@@ -25,7 +25,7 @@ _set = object.__setattr__
 
 
 class _Plan:
-    __slots__ = ("defaults", "factories", "names", "required", "shapes")
+    __slots__ = ("defaults", "factories", "names", "order", "required", "shapes", "unset")
 
     def __init__(
         self,
@@ -37,6 +37,10 @@ class _Plan:
         self.names, self.required, self.defaults, self.factories = names, required, defaults, factories
         self.shapes: dict[tuple[str, ...], _Shape] = {}
         """Field names as a call site gives them (in its order) -> what checking them found."""
+        self.order = tuple(defaults)
+        """Every field name in field order (`in_order`'s values give exactly these)."""
+        self.unset: dict[tuple[str, ...], frozenset[str]] = {}
+        """`in_order`'s names given as their defaults -> the fields-set of such an instance."""
 
     def shape(self, names: tuple[str, ...]) -> _Shape | None:
         """The checked shape of these field names; None when one is unknown or a required one missing."""
@@ -116,3 +120,42 @@ def trusted(cls: type[M], values: dict[str, Any]) -> M:
     _set(instance, "__pydantic_extra__", None)
     _set(instance, "__pydantic_private__", None)
     return instance
+
+
+def in_order(cls: type[M], values: dict[str, Any], unset: tuple[str, ...] = ()) -> M:
+    """As `trusted(cls, values)` without the names in `unset`, for `values` that hold every field
+    in field order (those in `unset` at their defaults, a default factory's fresh value, as
+    validation would fill them in; checked the first time a class sees this `unset`): the dict
+    becomes the instance's own, with nothing to merge (the caller must not keep it). Other
+    values take the general way (`trusted`), with the same result (a name in `unset` whose
+    value is not its default counts as given)."""
+    try:
+        plan = _plans[cls]
+    except KeyError:
+        plan = _plans[cls] = _plan(cls)
+    if plan is None or tuple(values) != plan.order:
+        return trusted(cls, _given(cls, values, unset))
+    given = plan.unset.get(unset)
+    if given is None:
+        if not set(unset) <= plan.names - plan.required or _given(cls, values, unset).keys() & set(unset):
+            return trusted(cls, _given(cls, values, unset))
+        given = plan.unset[unset] = plan.names.difference(unset)
+    instance = _new(cls)
+    _set(instance, "__dict__", values)
+    _set(instance, "__pydantic_fields_set__", set(given))
+    _set(instance, "__pydantic_extra__", None)
+    _set(instance, "__pydantic_private__", None)
+    return instance
+
+
+def _given(cls: type[BaseModel], values: dict[str, Any], unset: tuple[str, ...]) -> dict[str, Any]:
+    """`values` less the names in `unset` that hold their field's default."""
+    fields = cls.model_fields
+    return {
+        name: value
+        for name, value in values.items()
+        if name not in unset
+        or name not in fields
+        or fields[name].is_required()
+        or value != fields[name].get_default(call_default_factory=True)
+    }

@@ -19,7 +19,7 @@ import yaml
 from typer.testing import CliRunner
 
 from helpers import require_binary
-from llama_server import CONTEXT_WINDOW, LlamaServer
+from llama_server import CONTEXT_WINDOW, GREEDY, LlamaServer
 from loopwarden import Agent, LoopConfig, tool
 from loopwarden.cli import build_app
 from loopwarden.eval.case import load_case
@@ -38,7 +38,13 @@ GUARD_STOPS = {"repeated_call", "cycle", "no_progress", "error_loop", "repetitio
 
 def endpoint(server: LlamaServer) -> EndpointConfig:
     config = load_endpoint_config(
-        preset="llamacpp", base_url=server.base_url, env={}, context_window=CONTEXT_WINDOW, timeout=300, max_retries=1
+        preset="llamacpp",
+        base_url=server.base_url,
+        env={},
+        context_window=CONTEXT_WINDOW,
+        timeout=300,
+        max_retries=1,
+        extra_body=GREEDY,
     )
     assert config is not None
     return config
@@ -142,6 +148,7 @@ def test_loopwarden_report_on_the_real_model_ends_with_a_pdf(llama_server: Llama
         "LOOPWARDEN_CONTEXT_WINDOW": str(CONTEXT_WINDOW),
         "LOOPWARDEN_TIMEOUT": "300",
         "LOOPWARDEN_MAX_RETRIES": "1",
+        "LOOPWARDEN_EXTRA_BODY": json.dumps(GREEDY),
         "LOOPWARDEN_RECORD_DIR": str(records),
     }
     loopwarden = Path(sys.executable).with_name("loopwarden")

@@ -5,6 +5,7 @@ stopped within the in-process runtime's bound; a healthy run passes untouched.""
 from __future__ import annotations
 
 import asyncio
+from importlib.util import find_spec
 from typing import Any
 
 import pytest
@@ -12,7 +13,10 @@ import pytest
 from openai_server import Reply, ScriptedServer, completion, reply, tool_call
 from proxykit import in_process_phase_calls, proxy_in_front
 
-agents = pytest.importorskip("agents", reason="the OpenAI Agents SDK is in the 'dev' extra")
+# Looked up, not imported: run_agent imports the SDK (~5 s of CPU), on the worker that runs these
+# tests only, not in every xdist worker's collection.
+if find_spec("agents") is None:
+    pytest.skip("the OpenAI Agents SDK is in the 'dev' extra", allow_module_level=True)
 
 
 def run_agent(base_url: str, max_turns: int = 40) -> tuple[str, list[str]]:

@@ -122,7 +122,7 @@ def test_the_openai_sdk_through_the_proxy_to_a_real_model(
             # Left to choose ("auto"), this model answers with nothing; forced to read, it reads every
             # turn, as a collapsing agent does, and the guard has to end it.
             forced = {"type": "function", "function": {"name": "read_file"}}
-            outcome["loop"] = tool_loop(proxied, model="gemma", tool_choice=forced, max_tokens=96)
+            outcome["loop"] = tool_loop(proxied, model="gemma", tool_choice=forced, max_tokens=96, temperature=0)
 
     logged = with_logs(caplog, through_the_proxy)
 

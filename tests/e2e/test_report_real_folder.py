@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,8 @@ from describedcorpus import MONTHS, penguins_folder, raw_frames, sklearn_folder,
 from loopwarden.report.write.latex import escape, format_number
 from loopwarden.report.write.offline_writer import _size
 
-pytest.importorskip("sklearn")
+if find_spec("sklearn") is None:  # looked up, not imported: the import cost ~2-4 s of each worker's collection
+    pytest.skip("scikit-learn is not installed", allow_module_level=True)
 pytest.importorskip("vega_datasets")
 pytest.importorskip("palmerpenguins")
 
