@@ -9,6 +9,12 @@ thread's, so the background WAL checkpoints count); the CPU ratio is the steadie
 shared machine.
 
     python bench/bench_trace.py [--rounds 100] [--repeat 5]
+    python bench/bench_trace.py --instructions     # the same four runs in instructions (valgrind)
+
+With `--instructions`, each run is counted under valgrind's callgrind (every thread, the
+checkpoints' too): the difference of a process that makes 4 runs and one that makes 1, over 3,
+with the hash seed fixed. Load does not move these counts; they leave out what the kernel does
+(the WAL writes, the file locks), which wall and CPU time include. About a minute per count.
 
 Also prints how much the stored requests take against storing each request whole (the history
 grows every turn; rows keep only what was added, so the store grows linearly).
@@ -18,7 +24,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import re
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -41,11 +51,45 @@ def once(rounds: int, db: Path | None, waits: bool = False) -> tuple[float, floa
     return elapsed, cpu, result.run_id
 
 
+def runs(count: int, rounds: int, traced: bool, waits: bool) -> None:
+    """`count` runs in this process, one store for all (as callgrind runs them)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(count):
+            once(rounds, Path(tmp) / "runs.db" if traced else None, waits=waits)
+
+
+def instructions(runs: int, rounds: int, traced: bool, waits: bool) -> int:
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
+    command += ["--run", str(runs), "--rounds", str(rounds)] + ["--traced"] * traced + ["--waits"] * waits
+    env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
+    out = subprocess.run(command, capture_output=True, text=True, check=True, env=env).stderr
+    found = re.search(r"Collected : (\d+)", out)
+    assert found, out[-2000:]
+    return int(found[1])
+
+
+def count_instructions(rounds: int) -> None:
+    print(f"rounds: {rounds}, instructions per run ((4 runs - 1 run) / 3, callgrind, every thread)")
+    for waits, title in ((False, "an instant model"), (True, "a model that yields to the event loop once per call")):
+        bare, traced = (
+            (instructions(4, rounds, t, waits) - instructions(1, rounds, t, waits)) // 3 for t in (False, True)
+        )
+        print(f"{title}:\n  untraced: {bare:,}\n  traced:   {traced:,}\n  ratio traced/untraced: {traced / bare:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--instructions", action="store_true")
+    parser.add_argument("--run", type=int, help=argparse.SUPPRESS)  # what --instructions runs under callgrind
+    parser.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--waits", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.run is not None:
+        return runs(args.run, args.rounds, args.traced, args.waits)
+    if args.instructions:
+        return count_instructions(args.rounds)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "runs.db"
         times: dict[tuple[bool, bool], list[tuple[float, float]]] = {}
