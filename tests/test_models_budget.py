@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loopwarden.models.budget import estimate_tokens, fit_request
+from loopwarden.models.budget import estimate_text_tokens, estimate_tokens, fit_request
 
 SYSTEM = {"role": "system", "content": "You explore files."}
 TASK = {"role": "user", "content": "Read notes.txt and report the peak field."}
@@ -52,3 +52,9 @@ def test_a_fitted_history_keeps_the_task_and_the_latest_turn_and_every_call_of_a
     if whole_turn.fits and whole_turn.clipped_chars == 0:  # the task and the latest turn alone fit
         assert fitted.fits
         assert estimate_tokens(sent) + (fitted.max_tokens or 0) <= window
+
+
+@given(st.text(st.characters(exclude_categories=())))  # lone surrogates too: a tool result may hold them
+def test_the_token_estimate_counts_ascii_characters_as_a_third_and_others_as_one(text: str) -> None:
+    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
+    assert estimate_text_tokens(text) == int(ascii_chars / 3 + (len(text) - ascii_chars)) + 1
