@@ -13,6 +13,7 @@ from typing import Any
 from agents import Agent, MaxTurnsExceeded, Runner, RunResult, function_tool, set_tracing_disabled
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 
+import helpers
 from loopwarden.adapters.openai_agents import GuardStopped, LoopwardenGuard
 
 set_tracing_disabled(True)
@@ -48,31 +49,9 @@ class Script:
         return [function_call(name, args, call_id=f"c{len(self.seen)}")]
 
 
-@dataclass
-class Files:
-    reads: list[str] = field(default_factory=list)
-
+class Files(helpers.Files):
     def tools(self) -> list[Any]:
-        @function_tool
-        def read_file(path: str) -> str:
-            """Read a text file.
-
-            Args:
-                path: the file name
-            """
-            self.reads.append(path)
-            return f"contents of {path}"
-
-        @function_tool
-        def finish(answer: str) -> str:
-            """Give the final answer.
-
-            Args:
-                answer: the answer
-            """
-            return answer
-
-        return [read_file, finish]
+        return [function_tool(function) for function in self.functions()]
 
 
 def run(agent: Agent[Any], prompt: str, mode: str) -> RunResult:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -33,3 +34,31 @@ def chromium_browser(args: list[str]) -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+@dataclass
+class Files:
+    """The adapter tests' two tools as plain functions (each kit wraps them its framework's way):
+    `read_file`, which records every path it is asked for in `reads`, and `finish`."""
+
+    reads: list[str] = field(default_factory=list)
+
+    def functions(self) -> tuple[Callable[[str], str], Callable[[str], str]]:
+        def read_file(path: str) -> str:
+            """Read a text file.
+
+            Args:
+                path: the file name
+            """
+            self.reads.append(path)
+            return f"contents of {path}"
+
+        def finish(answer: str) -> str:
+            """Give the final answer.
+
+            Args:
+                answer: the answer
+            """
+            return answer
+
+        return read_file, finish

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import StructuredTool
 
+import helpers
 from loopwarden.adapters.langchain import LoopwardenMiddleware
 
 
@@ -58,28 +59,9 @@ class ScriptedChat(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
-@dataclass
-class Files:
-    reads: list[str] = field(default_factory=list)
-
+class Files(helpers.Files):
     def tools(self) -> list[StructuredTool]:
-        def read_file(path: str) -> str:
-            """Read a text file.
-
-            Args:
-                path: the file name
-            """
-            self.reads.append(path)
-            return f"contents of {path}"
-
-        def finish(answer: str) -> str:
-            """Give the final answer.
-
-            Args:
-                answer: the answer
-            """
-            return answer
-
+        read_file, finish = self.functions()
         return [StructuredTool.from_function(read_file), StructuredTool.from_function(finish, return_direct=True)]
 
 

@@ -24,6 +24,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import UsageLimits
 
+import helpers
 from loopwarden.adapters.pydantic_ai import GuardStopped, Loopwarden
 
 Decide = Callable[[int, list[str], Any], "tuple[str, dict[str, Any]] | str"]
@@ -57,29 +58,9 @@ class Script:
         return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=f"c{len(self.seen)}")])
 
 
-@dataclass
-class Files:
-    reads: list[str] = field(default_factory=list)
-
+class Files(helpers.Files):
     def tools(self) -> list[Callable[..., str]]:
-        def read_file(path: str) -> str:
-            """Read a text file.
-
-            Args:
-                path: the file name
-            """
-            self.reads.append(path)
-            return f"contents of {path}"
-
-        def finish(answer: str) -> str:
-            """Give the final answer.
-
-            Args:
-                answer: the answer
-            """
-            return answer
-
-        return [read_file, finish]
+        return list(self.functions())
 
 
 def run(agent: Agent[Any, Any], prompt: str, mode: str, **kw: Any) -> Any:
