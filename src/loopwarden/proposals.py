@@ -97,7 +97,7 @@ class Proposal:
             "call_id": call.id,
             "tool": call.name,
             "arguments": self.arguments,
-            "args_hash": hash_of_canonical(self.canonical),
+            "args_hash": self.args_hash,
             "raw_arguments": call.arguments,
             "repaired": self.repair,
         }
