@@ -8,25 +8,22 @@ from __future__ import annotations
 # Handed out one test at a time, a module's tests landed on both workers and each built it
 # (test_report_pdf.py: 38 s twice on a loaded machine).
 # (xdist's own `loadgroup` cannot do this under pytest 9: it renames `item._nodeid`, gone.)
-# The real-model tests are in no group: each worker starts its own llama server, as the suite ran
-# green before. The server's sampling state carries over from one request to the next, so a test's
-# conversation depends on what the server answered before it; with one server for all four tests,
-# the repeating-model test once ran past the 4096-token window (model_error).
-SHARED_SETUP_GROUPS = {
-    **{
-        file: (file,)
-        for file in (
-            "e2e/test_report_pdf.py",
-            "e2e/test_report_real_folder.py",
-            "e2e/test_desktop_app.py",
-            "e2e/test_proxy_fidelity.py",
-            "e2e/test_server_bad_input.py",
-            "test_server_sse.py",
-            "test_report_tables_corpus.py",
-            "test_report_attribute_names.py",
-            "test_report_statistics.py",
-        )
-    },
+# The real-model tests are in no group: each worker starts its own llama server. Their requests
+# are greedy now, so one shared server would answer them the same; as one unit they would leave the
+# other worker idle while they run (the report run alone takes about two minutes).
+SHARED_SETUP_GROUPS: dict[str, tuple[str, ...]] = {
+    file: (file,)
+    for file in (
+        "e2e/test_report_pdf.py",
+        "e2e/test_report_real_folder.py",
+        "e2e/test_desktop_app.py",
+        "e2e/test_proxy_fidelity.py",
+        "e2e/test_server_bad_input.py",
+        "test_server_sse.py",
+        "test_report_tables_corpus.py",
+        "test_report_attribute_names.py",
+        "test_report_statistics.py",
+    )
 }
 
 
