@@ -54,15 +54,22 @@ def open_run(tx: Any, run_id: str, *, kind: str, params: dict[str, Any]) -> None
     )
 
 
-def insert_events(tx: Any, run_id: str, events: Sequence[Event]) -> list[int]:
+def insert_events(tx: Any, run_id: str, events: Sequence[Event], *, returning: bool = True) -> list[int]:
     """Number `events` after the run's last and insert them. The run's row is moved on first, in
-    one statement that returns the new last number (SQLite 3.35+ and Postgres: RETURNING; on
-    Postgres the update locks the run's row, as SELECT ... FOR UPDATE did): one statement a
-    commit fewer than reading the number and writing it back."""
-    row = tx.execute(
-        "UPDATE runs SET last_seq = last_seq + ?, updated_at = ? WHERE id = ? RETURNING last_seq",
-        (len(events), time.time(), run_id),
-    ).fetchone()
+    one statement that returns the new last number (RETURNING: Postgres, SQLite 3.35+; on
+    Postgres the update locks the run's row, as SELECT ... FOR UPDATE did), one statement a
+    commit fewer than reading the number and writing it back (`returning=False`, for an older
+    SQLite)."""
+    now = time.time()
+    if returning:
+        row = tx.execute(
+            "UPDATE runs SET last_seq = last_seq + ?, updated_at = ? WHERE id = ? RETURNING last_seq",
+            (len(events), now, run_id),
+        ).fetchone()
+    else:
+        row = tx.execute("SELECT last_seq + ? AS last_seq FROM runs WHERE id = ?", (len(events), run_id)).fetchone()
+        if row is not None:
+            tx.execute("UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ?", (row["last_seq"], now, run_id))
     if row is None:
         raise RunNotFound(run_id)
     last = int(row["last_seq"])
