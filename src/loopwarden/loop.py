@@ -201,7 +201,7 @@ class Run:
 
     def _proposed(self, proposals: list[Proposal]) -> Iterator[Event]:
         for p in proposals:
-            yield self.stamp.in_order(ToolCallProposed, p.proposed_fields(self.turn))
+            yield self.stamp.built(ToolCallProposed, p.proposed_fields(self.turn, self.stamp.head(ToolCallProposed)))
             yield verdict_event(self, p)
         self._observe("on_calls", [p.record for p in proposals])
 
@@ -215,7 +215,8 @@ class Run:
             self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": content})
             records.append(p.record)
             done = self.state.add(records[-1])
-            yield self.stamp.in_order(ToolCallFinished, p.result_fields(self.turn, done, content))
+            head = self.stamp.head(ToolCallFinished)
+            yield self.stamp.built(ToolCallFinished, p.result_fields(self.turn, head, done, content))
         self.novelty.observe_results(self.turn, records, self.state)
         self.repeats.settle(records)
         self._observe("on_results", records)
