@@ -59,6 +59,24 @@ def test_unknown_run_is_refused(store: RunStore) -> None:
     assert store.find_run("nope") is None
 
 
+@pytest.mark.parametrize("returning", [True, False])
+def test_events_are_numbered_alike_with_and_without_returning(store: RunStore, returning: bool) -> None:
+    # UPDATE ... RETURNING (SQLite 3.35+, Postgres) against the read-then-update an older SQLite gets.
+    from loopwarden.trace.rows import insert_events
+
+    run = store.create_run()
+    with store._write() as tx:
+        assert insert_events(tx, run.id, [_event(run.id, 7, n=i) for i in range(3)], returning=returning) == [1, 2, 3]
+    with store._write() as tx:
+        assert insert_events(tx, run.id, [_event("other", 0, n=3)], returning=returning) == [4]
+    assert [(e.run_id, e.seq, e.model_extra) for e in store.events(run.id)] == [
+        (run.id, i + 1, {"n": i}) for i in range(4)
+    ]
+    assert store.last_seq(run.id) == 4 and store.get_run(run.id).updated_at >= run.updated_at
+    with pytest.raises(RunNotFound), store._write() as tx:
+        insert_events(tx, "missing", [_event("missing")], returning=returning)
+
+
 def test_status_timestamps_and_list(store: RunStore) -> None:
     run = store.create_run()
     running = store.set_status(run.id, "running")

@@ -142,9 +142,9 @@ class PostgresRunStore(RunStore):
         self, run_id: str, events: Sequence[Event], *, with_rows: Callable[[Any], None] | None = None, wait: bool = True
     ) -> list[int] | None:
         """In one transaction, as the SQLite store's: the rows that go with them (under the
-        store's write lock), then the events, numbered with the run's row locked (FOR UPDATE, so
-        writers of other runs do not wait), announced once with the commit. Never without
-        waiting (wait=False: None)."""
+        store's write lock), then the events, numbered with the run's row locked (by the update
+        that numbers them, so writers of other runs do not wait), announced once with the
+        commit. Never without waiting (wait=False: None)."""
         if not wait:
             return None
         with self._write() if with_rows is not None else self._transaction() as tx:
@@ -152,7 +152,7 @@ class PostgresRunStore(RunStore):
                 with_rows(tx)
             if not events:
                 return []
-            seqs = insert_events(tx, run_id, events, lock=" FOR UPDATE")
+            seqs = insert_events(tx, run_id, events)
             tx.execute("SELECT pg_notify(?, ?)", (EVENTS_CHANNEL, run_id))
         return seqs
 
@@ -165,7 +165,8 @@ class PostgresRunStore(RunStore):
 
     def append_event(self, run_id: str, event: Event) -> int:
         """As the SQLite store's, but runs do not wait for each other: the run's row is locked
-        (FOR UPDATE), not the whole store, and the notification goes out with the commit."""
+        (by the update that numbers the event), not the whole store, and the notification goes
+        out with the commit."""
         seqs = self.append_events(run_id, [event])
         assert seqs is not None
         return seqs[0]

@@ -54,19 +54,30 @@ def open_run(tx: Any, run_id: str, *, kind: str, params: dict[str, Any]) -> None
     )
 
 
-def insert_events(tx: Any, run_id: str, events: Sequence[Event], *, lock: str = "") -> list[int]:
-    """Number `events` after the run's last and insert them; `lock` is appended to the query
-    that reads the last number (Postgres: " FOR UPDATE")."""
-    row = tx.execute(f"SELECT last_seq FROM runs WHERE id = ?{lock}", (run_id,)).fetchone()
+def insert_events(tx: Any, run_id: str, events: Sequence[Event], *, returning: bool = True) -> list[int]:
+    """Number `events` after the run's last and insert them. The run's row is moved on first, in
+    one statement that returns the new last number (RETURNING: Postgres, SQLite 3.35+; on
+    Postgres the update locks the run's row, as SELECT ... FOR UPDATE did), one statement a
+    commit fewer than reading the number and writing it back (`returning=False`, for an older
+    SQLite)."""
+    now = time.time()
+    if returning:
+        row = tx.execute(
+            "UPDATE runs SET last_seq = last_seq + ?, updated_at = ? WHERE id = ? RETURNING last_seq",
+            (len(events), now, run_id),
+        ).fetchone()
+    else:
+        row = tx.execute("SELECT last_seq + ? AS last_seq FROM runs WHERE id = ?", (len(events), run_id)).fetchone()
+        if row is not None:
+            tx.execute("UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ?", (row["last_seq"], now, run_id))
     if row is None:
         raise RunNotFound(run_id)
-    first = int(row["last_seq"]) + 1
+    last = int(row["last_seq"])
+    first = last - len(events) + 1
     rows = []
     for seq, event in enumerate(events, first):
         if event.seq != seq or event.run_id != run_id:
             event = event.model_copy(update={"seq": seq, "run_id": run_id})
         rows.append((run_id, seq, event.type, event.ts, event.to_json()))
     tx.executemany("INSERT INTO events (run_id, seq, type, ts, data) VALUES (?, ?, ?, ?, ?)", rows)
-    last = first + len(events) - 1
-    tx.execute("UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ?", (last, time.time(), run_id))
     return list(range(first, last + 1))
