@@ -221,6 +221,9 @@ def test_small_trees_and_the_switch_stay_in_one_process(tree: str, monkeypatch: 
     monkeypatch.setattr(parallel, "START_AFTER_FILES", 0)
     monkeypatch.setenv("LOOPWARDEN_SCAN_PARALLEL", "0")
     assert scan_folder(Path(tree)) == scan_folder(Path(tree), parallel=False)
+    monkeypatch.delenv("LOOPWARDEN_SCAN_PARALLEL")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})  # one core to run on
+    assert scan_folder(Path(tree)) == scan_folder(Path(tree), parallel=False)
 
 
 @given(entries)

@@ -50,7 +50,7 @@ _F_SETPIPE_SZ = 1031  # Linux: a 1 MiB pipe, so a large result does not stall on
 
 
 def walk_tree(real_root: str, parallel: bool) -> Listing:
-    if parallel:
+    if parallel and _can_share():
         shared = SharedWalk(real_root)
         try:
             return shared.run()
@@ -61,6 +61,13 @@ def walk_tree(real_root: str, parallel: bool) -> Listing:
     out = Columns()
     walk(real_root, "", real_root, out)
     return out.paths, out.sizes, out.exts, out.skipped
+
+
+def _can_share() -> bool:
+    """Two cores for this process, and a Python to start (a frozen application's executable is
+    not one that runs `-c` code)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores >= 2 and bool(sys.executable) and not getattr(sys, "frozen", False)
 
 
 def worker_command(real_root: str) -> list[str]:
