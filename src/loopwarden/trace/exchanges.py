@@ -18,7 +18,7 @@ from pydantic_core import to_json
 from ..models.base import Model, ModelError, ModelReply, ModelRequest
 from ..models.cassette import Cassette, Interaction, RecordedError
 from .store import RunStore
-from .writer import RunWriter
+from .writer import INSERT_EXCHANGE, RunWriter
 
 
 def append_exchange(
@@ -60,25 +60,19 @@ def insert_exchange(
     base: int,
     prefix: int,
     n: int | None = None,
-    run_row: bool = False,
 ) -> int:
     """Write one exchange row in the open transaction `tx`; returns its number (`n`, if given,
-    else the run's next). `run_row`: the run's row is known to exist (else made if missing)."""
+    else the run's next). The run's row is made if it is missing."""
     now = time.time()
-    if not run_row:  # a model call before the run's first event still has a run row to hang on
-        tx.execute(
-            "INSERT OR IGNORE INTO runs (id, kind, status, created_at, updated_at)"
-            " VALUES (?, 'agent', 'running', ?, ?)",
-            (run_id, now, now),
-        )
+    # A model call before the run's first event still has a run row to hang on.
+    tx.execute(
+        "INSERT OR IGNORE INTO runs (id, kind, status, created_at, updated_at) VALUES (?, 'agent', 'running', ?, ?)",
+        (run_id, now, now),
+    )
     if n is None:
         row = tx.execute("SELECT COALESCE(MAX(n), 0) FROM model_exchanges WHERE run_id = ?", (run_id,)).fetchone()
         n = int(row[0]) + 1
-    tx.execute(
-        "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (run_id, n, base, prefix, model, request_json, reply_json, error_json, now),
-    )
+    tx.execute(INSERT_EXCHANGE, (run_id, n, base, prefix, model, request_json, reply_json, error_json, now))
     return n
 
 
@@ -106,6 +100,12 @@ def load_exchanges(store: RunStore, run_id: str) -> list[Interaction]:
             )
         )
     return interactions
+
+
+def _json(model: ModelReply | RecordedError) -> str:
+    """`model_dump_json()`, byte for byte, by the serializer itself (as Event.to_json: no keyword
+    arguments passed on; tests/test_trace_agent.py compares the two)."""
+    return model.__pydantic_serializer__.to_json(model).decode()
 
 
 def cassette_for_run(store: RunStore, run_id: str) -> Cassette:
@@ -156,10 +156,20 @@ class TracedModel:
         shared = len(self._sent) if messages[: len(self._sent)] == self._sent else 0
         self._sent = messages
         request_json = self._request_json(request, messages[shared:])
-        reply_json = None if reply is None else reply.model_dump_json()
-        error_json = None if error is None else error.model_dump_json()
+        reply_json = None if reply is None else _json(reply)
+        error_json = None if error is None else _json(error)
 
         writer = self.writer
+        if writer is not None and writer.opened:  # the run's row is there: the writer inserts the row
+            run_id, name, now = self.run_id, self.name, time.time()
+
+            def row(tx: Any) -> tuple[Any, ...]:
+                n = writer.next_exchange(tx)
+                base, self._last_n = (self._last_n if shared else 0), n
+                return (run_id, n, base, shared, name, request_json, reply_json, error_json, now)
+
+            writer.exchanges.append(row)
+            return
 
         def write(tx: Any) -> None:
             self._last_n = insert_exchange(
@@ -172,10 +182,9 @@ class TracedModel:
                 base=self._last_n if shared else 0,
                 prefix=shared,
                 n=None if writer is None else writer.next_exchange(tx),
-                run_row=writer is not None and writer.opened,
             )
 
-        if writer is not None:
+        if writer is not None:  # a model called before the run's first event: its row may be missing
             writer.add_rows(write)
         else:  # in a worker thread, so the event loop never waits on SQLite
 

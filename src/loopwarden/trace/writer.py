@@ -23,7 +23,14 @@ from .store import RunStore
 
 T = TypeVar("T")
 Row = Callable[[Any], None]
-"""Writes rows inside the open transaction it is given (a model exchange, say)."""
+"""Writes rows inside the open transaction it is given (the run's row, say)."""
+ExchangeRow = Callable[[Any], tuple[Any, ...]]
+"""A model exchange's row (its values in INSERT_EXCHANGE's order), given the open transaction."""
+
+INSERT_EXCHANGE = (
+    "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 MAX_BATCH = 256
 """Events kept at most before a commit, however long a run goes without waiting (a run that
@@ -41,6 +48,8 @@ class RunWriter:
         self.store, self.run_id = store, run_id
         self.events: list[Event] = []
         self.rows: list[Row] = []
+        self.exchanges: list[ExchangeRow] = []
+        """Inserted with one executemany after `rows` (the run's row is written by then)."""
         self.opening: Row | None = None
         self.closing: Row | None = None
         self.opened = False
@@ -68,13 +77,13 @@ class RunWriter:
         return self._exchanges
 
     def _take(self) -> tuple[list[Event], Row | None]:
-        events, rows = self.events, self.rows
+        events, rows, exchanges = self.events, self.rows, self.exchanges
         if self.opening is not None:
             rows.insert(0, self.opening)
         if self.closing is not None:
             rows.append(self.closing)
-        self.events, self.rows, self.opening, self.closing = [], [], None, None
-        return events, _all(rows) if rows else None
+        self.events, self.rows, self.exchanges, self.opening, self.closing = [], [], [], None, None
+        return events, _all(rows, exchanges) if rows or exchanges else None
 
     async def flush(self) -> list[Event]:
         """Commit what is pending; returns the events now durable, in order."""
@@ -98,10 +107,12 @@ class RunWriter:
             self.store.append_events(self.run_id, events, with_rows=with_rows)
 
 
-def _all(rows: list[Row]) -> Row:
+def _all(rows: list[Row], exchanges: list[ExchangeRow]) -> Row:
     def write(tx: Any) -> None:
         for write_rows in rows:
             write_rows(tx)
+        if exchanges:  # one statement for a stretch's exchanges, not one per model call
+            tx.executemany(INSERT_EXCHANGE, [row(tx) for row in exchanges])
 
     return write
 
