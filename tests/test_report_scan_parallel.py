@@ -199,6 +199,20 @@ def test_a_failing_worker_loses_nothing(tree: str, command: list[str], monkeypat
     assert walker.failure is not None
 
 
+def test_a_worker_still_starting_when_the_walk_ends_is_stopped_not_waited_for(
+    tree: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It never says it is ready: waiting for it would never end.
+    monkeypatch.setattr(parallel, "worker_command", lambda root: [sys.executable, "-c", "import time; time.sleep(600)"])
+    walker = SharedWalk(tree, start_after=0)
+    worker: list[object] = []
+    start = walker.start
+    monkeypatch.setattr(walker, "start", lambda: (start(), worker.append(walker.worker)))
+    listing, _ = shared(tree, walker)
+    assert listing == single(tree) and walker.from_worker == 0
+    assert worker[0].returncode == -signal.SIGKILL  # type: ignore[attr-defined]
+
+
 def test_a_failure_in_the_machinery_falls_back_to_one_process(tree: str, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(results: object) -> Listing:
         raise KeyError("a hole without a listing")

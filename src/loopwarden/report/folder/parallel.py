@@ -172,7 +172,7 @@ class SharedWalk:
         False when the walk is over (nothing left on either side)."""
         while self.channel is not None and not self.mine:
             try:
-                if self.idle and not self.lent:
+                if not self.lent:  # the worker holds nothing of this walk (or is still starting)
                     self.close()
                     return False
                 if not self.idle and not self.asked and self.may_ask:
@@ -198,8 +198,8 @@ class SharedWalk:
             if worker.stdin is not None:
                 with contextlib.suppress(OSError):
                     worker.stdin.close()  # an idle worker leaves when its stdin closes
-            if self.failure is not None:
-                worker.kill()
+            if self.failure is not None or not self.idle:
+                worker.kill()  # rather than wait for it to start, or to finish what is lost
             try:
                 worker.wait(timeout=5)
             except subprocess.TimeoutExpired:
