@@ -292,3 +292,48 @@ def test_replies_calls_and_results_built_in_order_are_what_validation_makes() ->
         again = _as_validated(b)
         assert list(again.__dict__.items()) == list(b.__dict__.items()) and again.model_fields_set == b.model_fields_set
     assert built[0].notes is not built[1].notes  # a default factory's value is each instance's own
+
+
+def test_a_proposals_record_names_each_field_as_the_keyword_built_one_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Proposal.record` builds its `CallRecord` by position; every record the loop hands the
+    detectors in the loop tests equals the one built by keyword from the same proposal."""
+    import test_loop
+    from loopwarden.proposals import Proposal
+    from loopwarden.state import CallRecord
+
+    seen: list[tuple[Any, Any]] = []
+    by_position = Proposal.record
+
+    def by_keyword(p: Proposal) -> CallRecord:
+        return CallRecord(
+            turn=p.turn,
+            call_id=p.call.id,
+            tool=p.tool.qualified_name if p.tool else p.call.name,
+            arguments=p.arguments,
+            fingerprint=p.fingerprint,
+            result=p.result,
+            executed=p.attempts > 0,
+            cached=p.cached,
+            exempt=bool(p.tool and (p.tool.repeatable or p.tool.terminal)),
+            writes=bool(p.tool and p.tool.side_effect == "write"),
+        )
+
+    def comparing(p: Proposal) -> CallRecord:
+        record = by_position.fget(p)  # type: ignore[attr-defined]
+        seen.append((record, by_keyword(p)))
+        return record  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Proposal, "record", property(comparing))
+    for name in dir(test_loop):
+        if name.startswith("test_") and not _needs_args(getattr(test_loop, name)):
+            getattr(test_loop, name)()
+    kinds = {(r.executed, r.cached, r.exempt, r.writes, r.result is None) for r, _ in seen}
+    assert len(seen) > 50 and len(kinds) >= 4  # records of many kinds were compared
+    assert all(built == expected for built, expected in seen)
+
+
+def _needs_args(fn: Any) -> bool:
+    import asyncio
+    import inspect
+
+    return bool(inspect.signature(fn).parameters) or asyncio.iscoroutinefunction(fn)

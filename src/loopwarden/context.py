@@ -21,9 +21,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from .frozen import quick_init
+
 DepsT = TypeVar("DepsT")
 
 
+@quick_init
 @dataclass(frozen=True)
 class RunContext(Generic[DepsT]):
     """Handed to a tool that declares a parameter annotated `RunContext[...]`."""

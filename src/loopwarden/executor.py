@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .frozen import quick_init
 from .retry import Retrier, Retry, RetryPolicy, is_retryable_status, retry_after_seconds
 from .tools import Tool, ToolResult
 
@@ -25,6 +26,7 @@ RETRYABLE_EXCEPTIONS: tuple[type[BaseException], ...] = (ConnectionError, Timeou
 """Besides these, httpx's transport errors are retryable (see exception_result)."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Execution:
     result: ToolResult

@@ -76,17 +76,18 @@ class Proposal:
 
     @property
     def record(self) -> CallRecord:
-        return CallRecord(
-            turn=self.turn,
-            call_id=self.call.id,
-            tool=self.tool.qualified_name if self.tool else self.call.name,
-            arguments=self.arguments,
-            fingerprint=self.fingerprint,
-            result=self.result,
-            executed=self.attempts > 0,
-            cached=self.cached,
-            exempt=bool(self.tool and (self.tool.repeatable or self.tool.terminal)),
-            writes=bool(self.tool and self.tool.side_effect == "write"),
+        tool = self.tool
+        return CallRecord(  # by position, in field order: keywords to a class cost a dict each (half the cost)
+            self.turn,
+            self.call.id,
+            tool.qualified_name if tool else self.call.name,
+            self.arguments,
+            self.fingerprint,
+            self.result,
+            self.attempts > 0,  # executed
+            self.cached,
+            bool(tool and (tool.repeatable or tool.terminal)),  # exempt
+            bool(tool and tool.side_effect == "write"),  # writes
         )
 
     def proposed_fields(self, turn: int) -> dict[str, Any]:
@@ -219,8 +220,10 @@ class ProposalChecker:
         canonical = canonical_json(arguments)
         fp = f"{tool.qualified_name if tool else call.name}:{canonical}"  # guard.fingerprint.fingerprint
         decision = self.repeats.check(fp, tool, turn) if tool else self.repeats.check_unknown(fp, turn)
-        p = Proposal(call, turn, arguments, fp, tool, decision, changed=prepared.changed if prepared else None)
+        p = Proposal(call, turn, arguments, fp, tool, decision)  # no keyword: a class called with one builds a dict
         p.repair, p.canonical = parsed.repair, canonical
+        if prepared:
+            p.changed = prepared.changed
         if decision.action == "stopped":
             p.result = ToolResult.failure(
                 "repeated_call",

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .frozen import quick_init
 from .tools import ToolResult
 
 ItemPredicate = Callable[[Any, ToolResult], bool]
@@ -30,6 +31,7 @@ class CallRecord:
     """A `write` tool: a new write is progress even when its result text is not new."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ReplyRecord:
     """One model reply in the tool phase, as the text detectors see it."""

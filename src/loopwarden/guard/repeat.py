@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..events import VerdictAction
+from ..frozen import quick_init
 from ..state import CallRecord
 from ..tools import Tool, ToolResult
 from .ladder import Ladder, Rung
@@ -41,6 +42,7 @@ _ACTION_FOR_RUNG: dict[Rung, VerdictAction] = {
 }
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RepeatDecision:
     action: VerdictAction
@@ -51,6 +53,12 @@ class RepeatDecision:
     @property
     def executes(self) -> bool:
         return self.action != "stopped" and self.cached is None
+
+
+# The two common decisions, made once: a frozen dataclass costs about 7,000 instructions to
+# build (a call to object.__setattr__ per field), and these are equal to any built afresh.
+_EXEMPT = RepeatDecision("allowed", 0)
+_FIRST = RepeatDecision("allowed", 1)
 
 
 @dataclass(slots=True)
@@ -78,14 +86,14 @@ class RepeatGuard:
     def check(self, fp: str, tool: Tool, turn: int) -> RepeatDecision:
         """Count this proposal and decide; call once per proposed call."""
         if tool.repeatable or tool.terminal:
-            return RepeatDecision("allowed", 0)
+            return _EXEMPT
         self._counts[fp] = self._counts.get(fp, 0) + 1
         count = self._climb(fp)
         self._first_turn.setdefault(fp, turn)
         known = self._known.get(fp)
         cached = known.result if known else None
         if count == 1:
-            return RepeatDecision("allowed", count)
+            return _FIRST
         rung = self.ladder.rung(count)
         if rung == Rung.NUDGE and count > self.ladder.nudge_at:
             rung = Rung.NONE  # the wrap-up instruction is given once; later repeats are just answered
