@@ -4,9 +4,12 @@
     python bench/bench_scan.py [--files 100000] [--repeat 3]
 
 Prints the best of N for each and the ratio scan_folder / find (1.0 = as fast as find), in wall
-time and in CPU time (the scanning process's for scan_folder, the child's for find). The two are
-run alternately, so load from other processes falls on both; the CPU ratio is the steadier one on
-a shared machine. A third ratio is the Python floor: a bare os.scandir + lstat loop that keeps
+time and in CPU time (the child's for find; for scan_folder the scanning process's plus its
+worker's), for the scan as it runs by default (this process and one worker process walking the
+tree together, `parallel.py`) and forced into one process (`parallel=False`, what
+LOOPWARDEN_SCAN_PARALLEL=0 gives). All are run alternately, so load from other processes falls on
+each; the CPU ratio is the steadier one on a shared machine, while only wall time shows what two
+processes gain (their CPU adds up). A third ratio is the Python floor: a bare os.scandir + lstat loop that keeps
 nothing, making the same system calls as `find` (descriptor-relative lstat of the bare name),
 i.e. what is left once the listing, sorting and models cost nothing. The listing's
 `FileEntry` models are built on first use, not by the scan: the last ratio is a scan followed by
@@ -41,12 +44,17 @@ def build(root: Path, n_files: int, per_folder: int = 500) -> None:
 
 
 def timed(fn: Callable[[], object], children: bool = False) -> tuple[float, float]:
-    """(wall, cpu) seconds of one call; cpu is the children's when `children`."""
-    who = resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF
-    before, start = resource.getrusage(who), time.perf_counter()
+    """(wall, cpu) seconds of one call; cpu is this process's and its (waited) children's, or
+    only the children's when `children`."""
+    before, start = cpu_times(), time.perf_counter()
     fn()
-    wall, after = time.perf_counter() - start, resource.getrusage(who)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    wall, after = time.perf_counter() - start, cpu_times()
+    return wall, (after[1] - before[1]) + (0 if children else after[0] - before[0])
+
+
+def cpu_times() -> tuple[float, float]:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
 def python_floor(root: str) -> int:
@@ -85,23 +93,33 @@ def main() -> None:
         def run_find() -> None:
             subprocess.run([find, str(root), "-type", "f", "-printf", "%s %p\n"], check=True, capture_output=True)
 
-        finds, scans, floors, builts = [], [], [], []
+        assert scan_folder(root, parallel=False) == scan, "one process and two must agree"
+
+        finds, scans, singles, floors, builts = [], [], [], [], []
         for _ in range(args.repeat):
             finds.append(timed(run_find, children=True))
             scans.append(timed(lambda: scan_folder(root)))
+            singles.append(timed(lambda: scan_folder(root, parallel=False)))
             floors.append(timed(lambda: python_floor(str(root))))
             builts.append(timed(lambda: scan_folder(root).files[-1]))
-    t_find, c_find = min(w for w, _ in finds), min(c for _, c in finds)
-    t_scan, c_scan = min(w for w, _ in scans), min(c for _, c in scans)
-    t_floor, c_floor = min(w for w, _ in floors), min(c for _, c in floors)
-    t_built, c_built = min(w for w, _ in builts), min(c for _, c in builts)
-    print(f"files: {args.files}  (best of {args.repeat})")
-    print(f"find -printf (baseline): {t_find:.3f} s wall, {c_find:.3f} s cpu")
-    print(f"scan_folder:             {t_scan:.3f} s wall, {c_scan:.3f} s cpu")
+    t_find, c_find = best(finds)
+    t_scan, c_scan = best(scans)
+    t_single, c_single = best(singles)
+    t_floor, c_floor = best(floors)
+    t_built, c_built = best(builts)
+    print(f"files: {args.files}  (best of {args.repeat}; load {os.getloadavg()[0]:.1f} at the end)")
+    print(f"find -printf (baseline):    {t_find:.3f} s wall, {c_find:.3f} s cpu")
+    print(f"scan_folder:                {t_scan:.3f} s wall, {c_scan:.3f} s cpu (both processes)")
+    print(f"scan_folder, one process:   {t_single:.3f} s wall, {c_single:.3f} s cpu")
     print(f"ratio scan_folder / find: {t_scan / t_find:.2f} wall, {c_scan / c_find:.2f} cpu")
+    print(f"ratio scan_folder, one process / find: {t_single / t_find:.2f} wall, {c_single / c_find:.2f} cpu")
     print(f"ratio python floor / find: {t_floor / t_find:.2f} wall, {c_floor / c_find:.2f} cpu")
-    print(f"ratio scan_folder / python floor: {t_scan / t_floor:.2f} wall, {c_scan / c_floor:.2f} cpu")
+    print(f"ratio scan_folder, one process / python floor: {t_single / t_floor:.2f} wall, {c_single / c_floor:.2f} cpu")
     print(f"ratio scan + every entry built / find: {t_built / t_find:.2f} wall, {c_built / c_find:.2f} cpu")
+
+
+def best(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return min(w for w, _ in runs), min(c for _, c in runs)
 
 
 if __name__ == "__main__":

@@ -19,12 +19,11 @@ from loopwarden.report.folder.scan import (
     SKIPPED_DIRS,
     FileEntry,
     ScanResult,
-    _Columns,
-    _walk,
     extension,
     kind_of,
     scan_folder,
 )
+from loopwarden.report.folder.walk import Columns, walk
 
 # "-" < "." < "/" < "0": names that sort just before and after a folder's "name/" prefix.
 names = st.text(alphabet="a-.0A_", min_size=1, max_size=4).filter(lambda n: n not in {".", ".."})
@@ -78,8 +77,8 @@ def test_lazy_listing_equals_the_eager_one(tmp_path_factory, spec) -> None:  # t
     assert scan == reference and reference == scan
     assert scan.files == reference.files and [f.path for f in scan.files] == [f.path for f in reference.files]
     # The walk itself emits sorted paths (the sort after it is only a safety net).
-    out = _Columns()
-    _walk(str(root.resolve()), out, [])
+    out = Columns()
+    walk(str(root.resolve()), "", str(root.resolve()), out)
     assert out.paths == sorted(out.paths)
     assert out.sizes == [files[p] for p in out.paths]
 

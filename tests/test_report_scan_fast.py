@@ -13,7 +13,8 @@ from pathlib import Path
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from loopwarden.report.folder.scan import SKIPPED_DIRS, _plain, _sort_out, extension, kind_of, scan_folder
+from loopwarden.report.folder.scan import SKIPPED_DIRS, extension, kind_of, scan_folder
+from loopwarden.report.folder.walk import _plain, _sort_out
 
 # "-" < "." < "/" < "0": names that sort just before and after a folder's "name/" prefix. No
 # backslash: a name shown with \xNN must not collide with one really spelled that way.

@@ -61,6 +61,48 @@ def test_a_checkpoint_copies_the_log_into_the_database(tmp_path: Path) -> None:
     writer.close()
 
 
+def test_a_commit_made_while_the_checkpoint_copied_does_not_keep_the_log_from_starting_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The event loop keeps committing while the background thread checkpoints: SQLite rewinds the
+    # log only for a commit whose transaction began with every frame copied. A passive pass alone
+    # left the frames committed during it uncopied, so the log grew by every commit, for good.
+    db = tmp_path / "runs.db"
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("PRAGMA journal_mode = WAL")
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("CREATE TABLE t (x TEXT)")
+    for i in range(20):
+        writer.execute("INSERT INTO t VALUES (?)", (f"row {i}" * 100,))
+    connect = sqlite3.connect
+
+    class Copier:  # the checkpoint's connection; a transaction commits while its passive pass copies
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            self.conn = connect(*args, **kwargs)  # type: ignore[arg-type]
+
+        def execute(self, sql: str) -> sqlite3.Cursor:
+            if "PASSIVE" not in sql:
+                return self.conn.execute(sql)
+            writer.execute("BEGIN IMMEDIATE")
+            writer.execute("INSERT INTO t VALUES ('committed meanwhile')")
+            done = self.conn.execute(sql)
+            writer.execute("COMMIT")
+            return done
+
+        def close(self) -> None:
+            self.conn.close()
+
+    monkeypatch.setattr(checkpoint.sqlite3, "connect", Copier)
+    checkpoint.checkpoint(db)
+    monkeypatch.setattr(checkpoint.sqlite3, "connect", connect)
+    writer.execute("INSERT INTO t VALUES ('next')")  # written at the start of the log again
+    with closing(sqlite3.connect(db)) as other:
+        _, frames, _ = other.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert frames <= 3  # that commit's pages only, not the 20 commits' before it
+    assert _rows_in_the_database_file(db, tmp_path / "copy.db") == 22
+    writer.close()
+
+
 def _rows_in_the_database_file(db: Path, copy: Path) -> int:
     """Rows of t in the database file alone (a copy without its log), 0 if not even the table is."""
     shutil.copyfile(db, copy)

@@ -2,9 +2,10 @@
 
 The connection the event loop commits on (RunStore._write_now) never checkpoints: a checkpoint
 copies the write-ahead log into the database file and syncs it, which can take milliseconds.
-Once such commits have written about `PAGES` pages to the log the store asks for a passive
-checkpoint here instead; it neither waits for nor blocks readers and writers, and a commit is
-durable without it (it is in the log). One
+Once such commits have written about `PAGES` pages to the log the store asks for a checkpoint
+here instead: a passive pass that neither waits for nor blocks readers and writers, then one
+that holds the write lock for what was committed meanwhile so the log can start over (never
+waiting: see `checkpoint`). A commit is durable without either (it is in the log). One
 daemon thread serves every store of the process; it opens a short-lived connection per request,
 in read-write mode only, so a store deleted meanwhile is never created again.
 """
@@ -72,13 +73,26 @@ def _serve() -> None:
 
 
 def checkpoint(path: Path) -> None:
-    """A passive checkpoint of the store at `path`; a store that is gone or busy is left as it is."""
+    """Checkpoint the store at `path` so that the next commit writes the log from its start; a
+    store that is gone or busy is left as it is.
+
+    A passive checkpoint alone copies the log but never lets it start over while a process keeps
+    committing: SQLite rewinds the log only for a commit whose transaction began with every frame
+    copied, and commits made while this thread copied always come after it (the log of a run
+    whose model answers at once, or a busy server's, grew by ~4 MB a run, never reused, each
+    frame written past the end of the file). So the passive pass copies the bulk without blocking
+    anyone, then RESTART copies what was committed meanwhile while it holds the write lock, and
+    gives up at once (no busy timeout) if a writer holds that lock or a reader still needs the
+    log: a commit of the event loop that finds the lock held goes to a worker thread and waits
+    the few milliseconds (trace/writer.py), and the next checkpoint tries again."""
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None, timeout=1.0)
     except (sqlite3.Error, OSError):
         return
     try:
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute("PRAGMA wal_checkpoint(RESTART)")
     except sqlite3.Error:
         pass
     finally:

@@ -17,12 +17,14 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import repeat
-from operator import itemgetter
 from typing import Any, Literal, overload
 
 from pydantic import BaseModel, GetCoreSchemaHandler
 from pydantic_core import core_schema
+
+from .walk import extensions
+
+__all__ = ["FileEntry", "FileList", "Kind", "collector_paused", "extensions"]
 
 Kind = Literal["documents", "images", "data", "other"]
 
@@ -163,21 +165,6 @@ def _validate(value: Any, handler: core_schema.ValidatorFunctionWrapHandler) -> 
 def _as_list(value: Sequence[FileEntry]) -> list[FileEntry]:
     # A plain list can end up in the field by assignment (no validation on assignment).
     return value.entries() if isinstance(value, FileList) else list(value)
-
-
-def extensions(names: list[str]) -> list[str]:
-    """`extension(name)` of every name: the lower-cased part after the last dot, "" when the only
-    dot leads the name or there is none; C-level passes (a split and a lower-casing per name), with
-    a loop in Python only for a batch that has a name of the second kind."""
-    parts = list(map(str.rpartition, names, repeat(".")))
-    exts = list(map(str.lower, map(_TAIL, parts)))
-    if not all(map(_HEAD, parts)):
-        exts = [ext if head else "" for ext, (head, _, _) in zip(exts, parts, strict=True)]
-    return exts
-
-
-_HEAD = itemgetter(0)
-_TAIL = itemgetter(2)
 
 
 @contextmanager
