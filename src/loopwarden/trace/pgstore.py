@@ -152,7 +152,7 @@ class PostgresRunStore(RunStore):
                 with_rows(tx)
             if not events:
                 return []
-            seqs = insert_events(tx, run_id, events)
+            seqs = insert_events(tx, run_id, events, returning=True)
             tx.execute("SELECT pg_notify(?, ?)", (EVENTS_CHANNEL, run_id))
         return seqs
 

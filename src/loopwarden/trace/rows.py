@@ -54,12 +54,13 @@ def open_run(tx: Any, run_id: str, *, kind: str, params: dict[str, Any]) -> None
     )
 
 
-def insert_events(tx: Any, run_id: str, events: Sequence[Event], *, returning: bool = True) -> list[int]:
-    """Number `events` after the run's last and insert them. The run's row is moved on first, in
-    one statement that returns the new last number (RETURNING: Postgres, SQLite 3.35+; on
-    Postgres the update locks the run's row, as SELECT ... FOR UPDATE did), one statement a
-    commit fewer than reading the number and writing it back (`returning=False`, for an older
-    SQLite)."""
+def insert_events(tx: Any, run_id: str, events: Sequence[Event], *, returning: bool) -> list[int]:
+    """Number `events` after the run's last and insert them, the run's row moved on first.
+    `returning`: in one statement that returns the new last number (UPDATE ... RETURNING: on
+    Postgres one round trip fewer than reading it first, and the update locks the run's row as
+    SELECT ... FOR UPDATE would). SQLite reads then updates: there RETURNING builds an ephemeral
+    table per statement, about 12,000 instructions a commit more than the two statements
+    (callgrind, 1,000 commits)."""
     now = time.time()
     if returning:
         row = tx.execute(

@@ -37,8 +37,6 @@ from .records import (
 from .rows import insert_events, update_status
 
 BUSY_TIMEOUT_MS = 30_000
-RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
-"""Whether this SQLite has UPDATE ... RETURNING (events are numbered with one statement)."""
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -299,7 +297,7 @@ class RunStore:
                 return None
             if with_rows is not None:
                 with_rows(tx)
-            return insert_events(tx, run_id, events, returning=RETURNING) if events else []
+            return insert_events(tx, run_id, events, returning=False) if events else []
 
     def event_rows(self, run_id: str, after_seq: int = 0, *, limit: int | None = None) -> list[StoredEvent]:
         rows = self._connection().execute(
