@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from loopwarden.report.folder import parallel
 from loopwarden.report.folder.parallel import SharedWalk, walk_tree
 from loopwarden.report.folder.paths import shown_name
 from loopwarden.report.folder.scan import scan_folder
-from loopwarden.report.folder.walk import Columns, Step, give, walk
+from loopwarden.report.folder.walk import Channel, Columns, Step, give, walk
 from loopwarden.report.folder.walk import shown_name as walk_shown_name
 from test_report_scan_fast import HIDDEN_AFTER_ANOTHER, build, entries
 
@@ -56,14 +57,16 @@ def awkward_tree(base: Path) -> str:
         for j in range(5):
             (folder / f"f{j}.csv").write_bytes(b"x" * (i + j))
         (root / f"run{i:02d}" / "notes.md").write_bytes(b"n" * i)
-    odd = os.fsencode(root / "run03") + b"/caf\xe9 \nline"
-    os.mkdir(odd)
-    for name in (b"a\xff.csv", b"new\nline.txt", b" space.md", b"d-1", b"d.x", b"\xfe"):
-        with open(os.path.join(odd, name), "wb") as f:
-            f.write(name)
-    os.mkdir(os.path.join(odd, b"d"))
-    with open(os.path.join(odd, b"d", b"in.csv"), "wb") as f:
-        f.write(b"1")
+    for parent in ("run03", "run11"):  # the first half stays with the scanner, the second is lent
+        odd = os.fsencode(root / parent) + b"/caf\xe9 \nline"
+        os.mkdir(odd)
+        for name in (b"a\xff.csv", b"new\nline.txt", b" space.md", b"d-1", b"d.x", b"\xfe"):
+            with open(os.path.join(odd, name), "wb") as f:
+                f.write(name)
+        os.mkdir(os.path.join(odd, b"d"))
+        with open(os.path.join(odd, b"d", b"in.csv"), "wb") as f:
+            f.write(b"1")
+        (root / parent / "loop").symlink_to(root / parent)
     (root / "run04" / "loop").symlink_to(root)
     (root / "run04" / "self").symlink_to(root / "run04" / "self")
     (root / "run05" / "alias.csv").symlink_to(root / "run05" / "notes.md")
@@ -125,10 +128,25 @@ def test_the_awkward_tree_walks_as_it_should(tree: str) -> None:
         assert reasons["run08/locked"] == "unreadable folder: Permission denied"
 
 
+class Lender(SharedWalk):
+    """Never asks the worker for work back: what it is lent, it walks."""
+
+    def __init__(self, real_root: str) -> None:
+        super().__init__(real_root, start_after=0, wait_ready=True)
+        self.may_ask = False
+
+    def take_messages(self) -> None:
+        super().take_messages()
+        self.may_ask = False
+
+
 def test_shared_walk_equals_the_single_one(tree: str) -> None:
-    listing, walker = shared(tree)
+    listing, walker = shared(tree, Lender(tree))
     assert listing == single(tree)
-    assert walker.failure is None and walker.from_worker > 0  # the worker did walk some of it
+    assert walker.failure is None
+    # Lent as soon as the worker was ready (the root lists 12 folders): the second half of them,
+    # with odd names, a link loop, the unreadable folders and the chain too deep for a path.
+    assert {"run08/", "run09/", "run11/"} <= set(walker.by_worker)
 
 
 def test_scan_folder_in_two_processes_equals_one(tree: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -209,7 +227,7 @@ def test_a_worker_still_starting_when_the_walk_ends_is_stopped_not_waited_for(
     start = walker.start
     monkeypatch.setattr(walker, "start", lambda: (start(), worker.append(walker.worker)))
     listing, _ = shared(tree, walker)
-    assert listing == single(tree) and walker.from_worker == 0
+    assert listing == single(tree) and walker.by_worker == []
     assert worker[0].returncode == -signal.SIGKILL  # type: ignore[attr-defined]
 
 
@@ -261,3 +279,27 @@ def test_give_hands_over_the_bottom_half_of_the_folders() -> None:
     assert [step[2:] for step in stack] == [([], None), (["x"], [1]), ([], None), (None, None), (None, None)]
     assert give(stack) == [("/r/c", "c/")]
     assert give(stack) == []  # the last folder is this side's next work
+
+
+def test_the_worker_walks_what_it_is_sent_and_hands_back_what_it_has_not_started(tree: str) -> None:
+    # The real worker driven by hand: asked for work back before its first folder is listed, it
+    # hands back the later half of the folders it has not started, and walks the rest.
+    worker = subprocess.Popen(parallel.worker_command(tree), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert worker.stdin is not None and worker.stdout is not None
+    try:
+        channel = Channel(worker.stdout.fileno(), worker.stdin.fileno())
+        assert channel.recv() == ("I",)
+        sent = [(os.path.join(tree, f"run{i:02d}"), f"run{i:02d}/") for i in (8, 9, 10, 11)]
+        channel.send(("W", sent))
+        channel.send(("T",))
+        messages = [channel.recv() for _ in range(4)]
+        assert messages[0] == ("G", sent[2:])
+        assert [m[:2] for m in messages[1:]] == [("R", "run08/"), ("R", "run09/"), ("I",)]
+        for (folder, rel), (_, _, paths, sizes, exts, holes, skipped) in zip(sent, messages[1:3], strict=False):
+            out = Columns()
+            walk(folder, rel, tree, out)
+            assert (paths, sizes, exts, holes, skipped) == (out.paths, out.sizes, out.exts, [], out.skipped)
+    finally:
+        worker.stdin.close()
+        assert worker.wait(timeout=60) == 0  # it leaves when its stdin closes
+        worker.stdout.close()

@@ -91,7 +91,7 @@ class SharedWalk:
         self.may_ask = True  # the worker has not said no since its last result
         self.started = False
         self.failure: BaseException | None = None  # why the worker was given up, if it was
-        self.from_worker = 0  # subtrees the worker walked (for tests)
+        self.by_worker: list[str] = []  # rel of each subtree the worker walked (for tests)
 
     def run(self) -> Listing:
         self.mine.append((self.real_root, ""))
@@ -155,7 +155,7 @@ class SharedWalk:
                 out.paths, out.sizes, out.exts, out.holes, out.skipped = paths, sizes, exts, holes, skipped  # type: ignore[assignment]
                 del self.lent[rel]  # type: ignore[arg-type]
                 self.results[rel] = out  # type: ignore[index]
-                self.from_worker += 1
+                self.by_worker.append(rel)  # type: ignore[arg-type]
                 self.may_ask = True
             elif message[0] == "G" and self.asked:
                 self.asked = False

@@ -278,9 +278,10 @@ class Channel:
 
     def send(self, message: object) -> None:
         data = dumps(message)  # type: ignore[arg-type]  # a message is made of marshallable values
-        view = memoryview(len(data).to_bytes(8, "little") + data)
-        while view:
-            view = view[os.write(self.write_fd, view) :]
+        for part in (len(data).to_bytes(8, "little"), data):  # not joined: a result is megabytes
+            view = memoryview(part)
+            while view:
+                view = view[os.write(self.write_fd, view) :]
 
     def ready(self) -> bool:
         """Whether a read would not block (data, or the other end closed)."""
@@ -301,7 +302,8 @@ class Channel:
         end = 8 + int.from_bytes(buffer[:8], "little")
         if len(buffer) < end:
             return None
-        message = loads(bytes(buffer[8:end]))
+        with memoryview(buffer) as view, view[8:end] as frame:  # read in place, not copied
+            message = loads(frame)
         del buffer[:end]
         if not isinstance(message, tuple) or not message:
             raise ValueError("not a message")
@@ -322,7 +324,8 @@ def serve(real_root: str) -> None:
     queue: list[tuple[str, str]] = []  # folders sent and not yet walked, the next one last
 
     def tend(stack: list[Step]) -> None:
-        if channel.ready():
+        # The request may have been read with the work, when the two were sent back to back.
+        if channel.buffer or channel.ready():
             channel.recv()  # ("T",): the only message sent to a busy worker
             if queue:  # the folders not started are the last in path order: hand over half
                 half = (len(queue) + 1) // 2
