@@ -12,6 +12,7 @@ from loopwarden.context import RunContext
 from loopwarden.executor import Execution
 from loopwarden.frozen import quick_init
 from loopwarden.guard.repeat import RepeatDecision, RepeatGuard
+from loopwarden.models.arguments import Parsed
 from loopwarden.state import ReplyRecord
 from loopwarden.tools import ToolResult, tool
 
@@ -77,6 +78,7 @@ def test_the_loops_records_are_what_their_generated_init_makes() -> None:
         (Execution, (result, 2, 1.5)),
         (RunContext, (("db", 1), "run", 4)),
         (RepeatDecision, ("nudged", 3, result, 1)),
+        (Parsed, (("path", "a"), None, "code fence removed")),
     ]:
         built, expected = cls(*values), _generated(cls, *values)
         assert built == expected and hash(built) == hash(expected) and repr(built) == repr(expected)

@@ -49,7 +49,13 @@ def test_content_keys_are_equal_exactly_when_content_hashes_are() -> None:
 
 
 def test_a_plain_result_writes_the_content_the_general_path_writes() -> None:
-    for result in [*_results(), ToolResult.success({"a": [1, None]}), ToolResult(ok=True, data="x", retryable=True)]:
+    extra = [ToolResult.success(float("nan")), ToolResult.success(-0.0), ToolResult.success('é ☃ \ud800 \x00 "q"')]
+    for result in [
+        *_results(),
+        *extra,
+        ToolResult.success({"a": [1, None]}),
+        ToolResult(ok=True, data="x", retryable=True),
+    ]:
         payload = result.model_dump(exclude_none=True)
         if result.ok:
             payload.pop("retryable", None)
@@ -337,3 +343,41 @@ def _needs_args(fn: Any) -> bool:
     import inspect
 
     return bool(inspect.signature(fn).parameters) or asyncio.iscoroutinefunction(fn)
+
+
+def test_arguments_are_validated_as_model_validate_validates_them() -> None:
+    """validate_arguments calls the argument model's validator directly unless the model has a
+    `model_validate` of its own: the same instances, the same errors, the override still called."""
+    from loopwarden.executor import validate_arguments
+
+    def read(path: str, offset: int = 0, force: bool = False) -> str:
+        return path
+
+    declared = tool(read)
+    cases: list[Any] = [{"path": "a"}, {"path": "b", "offset": "3", "force": "yes"}, {}, {"path": 1}, {"offset": "x"}]
+    for arguments in cases:
+        got = validate_arguments(declared, arguments)
+        try:
+            expected: Any = declared.args_model.model_validate(arguments)
+        except ValidationError as error:
+            assert isinstance(got, ToolResult) and not got.ok and got.error_type == "invalid_arguments"
+            assert [e["field"] for e in got.data["errors"]] == [".".join(map(str, e["loc"])) for e in error.errors()]
+            continue
+        assert type(got) is type(expected) and got == expected
+        assert got.model_fields_set == expected.model_fields_set
+
+    asked: list[Any] = []
+
+    class Own(BaseModel):
+        path: str
+
+        @classmethod
+        def model_validate(cls, obj: Any, **kwargs: Any) -> Own:
+            asked.append(obj)
+            return super().model_validate({"path": str(obj["path"]).upper()}, **kwargs)
+
+    from loopwarden.tools import Tool
+
+    custom = Tool(name="own", description="own", fn=lambda path: path, args_model=Own)
+    validated = validate_arguments(custom, {"path": "a"})
+    assert asked == [{"path": "a"}] and isinstance(validated, Own) and validated.path == "A"

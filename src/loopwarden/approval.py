@@ -144,7 +144,10 @@ class ApprovalReview:
     @staticmethod
     def needed(proposals: Sequence[Proposal]) -> bool:
         """Whether any of these calls waits for approval (else `review` has nothing to do)."""
-        return any(p.tool is not None and p.tool.requires_approval for p in proposals)
+        for p in proposals:  # noqa: SIM110  # a loop, not any() of a generator: asked every turn
+            if p.tool is not None and p.tool.requires_approval:
+                return True
+        return False
 
     async def review(self, proposals: Sequence[Proposal], turn: int) -> AsyncIterator[Event]:
         needing = [p for p in proposals if p.runnable and p.tool is not None and p.tool.requires_approval]

@@ -219,9 +219,14 @@ def _charge(run: Run, attempts: int, usage: Usage) -> None:
 
 
 def model_event(run: Run, reply: ModelReply) -> Event:
-    return run.stamp.in_order(
+    kind, run_id, seq, ts = run.stamp.head(ModelCalled)
+    return run.stamp.built(
         ModelCalled,
         {
+            "type": kind,
+            "run_id": run_id,
+            "seq": seq,
+            "ts": ts,
             "turn": run.turn,
             "model": reply.model or run.agent.model.name,
             "tools_offered": run.last_offered,
@@ -238,8 +243,9 @@ def model_event(run: Run, reply: ModelReply) -> Event:
 
 
 def verdict_event(run: Run, p: Proposal) -> Event:
-    fields = p.verdict_fields(run.turn)  # evidence is given only when there is some (else the default)
-    return run.stamp.in_order(GuardVerdict, fields, _TYPE if fields["evidence"] else _TYPE_EVIDENCE)
+    fields = p.verdict_fields(run.turn, run.stamp.head(GuardVerdict))
+    # evidence is given only when there is some (else the default)
+    return run.stamp.built(GuardVerdict, fields, _TYPE if fields["evidence"] else _TYPE_EVIDENCE)
 
 
 _TYPE, _TYPE_EVIDENCE = ("type",), ("type", "evidence")

@@ -312,6 +312,8 @@ RUNTIME_EVENTS: tuple[type[Event], ...] = (
 )
 
 E = TypeVar("E", bound=Event)
+Head = tuple[str, str, int, float]
+"""An event's type, run id, sequence number and time (`EventStamper.head`)."""
 _tags: dict[type[Event], str] = {}
 
 
@@ -347,6 +349,17 @@ class EventStamper:
         self._seq += 1
         tag = _tags.get(cls) or _tag(cls)
         return in_order(cls, {"type": tag, "run_id": self.run_id, "seq": self._seq, "ts": time.time(), **fields}, unset)
+
+    def head(self, cls: type[Event]) -> Head:
+        """The next event's type, run id, number and time, for a caller writing its whole dict in
+        field order (`built`): one dict, not the caller's merged into another (-3,500 instructions)."""
+        self._seq += 1
+        return _tags.get(cls) or _tag(cls), self.run_id, self._seq, time.time()
+
+    @staticmethod
+    def built(cls: type[E], values: dict[str, Any], unset: tuple[str, ...] = ("type",)) -> E:
+        """As `in_order`, for `values` that begin with `head(cls)`'s four (trusted.in_order)."""
+        return in_order(cls, values, unset)
 
     @property
     def last_seq(self) -> int:

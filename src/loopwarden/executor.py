@@ -99,8 +99,15 @@ def validate_arguments(tool: Tool, arguments: Any) -> BaseModel | ToolResult:
         return ToolResult.failure(
             "invalid_arguments", f"arguments must be a JSON object, got {type(arguments).__name__}"
         )
+    model = tool.args_model
     try:
-        return tool.args_model.model_validate(arguments)
+        own = _own_validate.get(model)
+        if own is None:
+            own = _has_own_validate(model)
+        if own:
+            return model.model_validate(arguments)
+        # pydantic's model_validate is this call with every option at its default, through a frame
+        return model.__pydantic_validator__.validate_python(arguments)  # type: ignore[no-any-return]
     except ValidationError as error:
         return ToolResult.failure(
             "invalid_arguments",
@@ -108,6 +115,18 @@ def validate_arguments(tool: Tool, arguments: Any) -> BaseModel | ToolResult:
             user_action=f"call {tool.wire_name} again with arguments matching its schema",
             data={"errors": validation_errors(error)},
         )
+
+
+_own_validate: dict[type[BaseModel], bool] = {}
+_PYDANTIC_VALIDATE = BaseModel.model_validate.__func__  # type: ignore[attr-defined]
+
+
+def _has_own_validate(model: type[BaseModel]) -> bool:
+    """Whether an argument model has a `model_validate` of its own (then it is called); found once per class."""
+    if len(_own_validate) >= 1024:  # models made per declaration (schema tools) keep it bounded
+        _own_validate.clear()
+    found = _own_validate[model] = model.model_validate.__func__ is not _PYDANTIC_VALIDATE  # type: ignore[attr-defined]
+    return found
 
 
 @dataclass

@@ -159,7 +159,7 @@ class Run:
                     check_budgets(self)
                     reply = await call_model(self, self._offered_now(), self._choice_now())
                     yield model_event(self, reply)
-                    for event in self._on_text(reply):
+                    for event in self._apply_findings() if self._on_text(reply) else ():  # text flagged: steer
                         yield event
                     if not reply.tool_calls and self._keep_working(reply):
                         reply = None
@@ -186,7 +186,8 @@ class Run:
                     async for event in self._end_phase(proposals):  # an async generator only when the phase ends
                         yield event
                 else:
-                    for event in self._steer(proposals, stopped):
+                    self._steer(proposals, stopped)
+                    for event in self._apply_findings() if self.turn_findings else ():
                         yield event
         except Stop as stop:
             async for event in after_stop(self, stop):
@@ -201,7 +202,7 @@ class Run:
 
     def _proposed(self, proposals: list[Proposal]) -> Iterator[Event]:
         for p in proposals:
-            yield self.stamp.in_order(ToolCallProposed, p.proposed_fields(self.turn))
+            yield self.stamp.built(ToolCallProposed, p.proposed_fields(self.turn, self.stamp.head(ToolCallProposed)))
             yield verdict_event(self, p)
         self._observe("on_calls", [p.record for p in proposals])
 
@@ -215,7 +216,8 @@ class Run:
             self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": content})
             records.append(p.record)
             done = self.state.add(records[-1])
-            yield self.stamp.in_order(ToolCallFinished, p.result_fields(self.turn, done, content))
+            head = self.stamp.head(ToolCallFinished)
+            yield self.stamp.built(ToolCallFinished, p.result_fields(self.turn, head, done, content))
         self.novelty.observe_results(self.turn, records, self.state)
         self.repeats.settle(records)
         self._observe("on_results", records)
@@ -249,15 +251,14 @@ class Run:
             yield event
         self.done = True
 
-    def _steer(self, proposals: list[Proposal], stopped: Proposal | None) -> Iterator[Event]:
-        """The turn's findings: a stopped call first, then the ladder's steps, then the detectors'."""
+    def _steer(self, proposals: list[Proposal], stopped: Proposal | None) -> None:
+        """The turn's findings, to apply: a stopped call first, then the ladder's steps, then the detectors'."""
         if stopped is not None:
             self.turn_findings.insert(0, stopped.finding(self.config.ladder.stop_at))
         for p in proposals:
             if p.decision.action in ("nudged", "narrowed") and p.tool is not None:
                 rung = Rung.NUDGE if p.decision.action == "nudged" else Rung.NARROW
                 self.turn_findings.append(p.finding(p.decision.count, rung))
-        yield from self._apply_findings()
 
     # -- findings: steer once, narrow, stop ----------------------------------------------------
 
@@ -293,16 +294,17 @@ class Run:
         else:
             self.narrowed |= set(finding.tools)
 
-    def _on_text(self, reply: ModelReply) -> Iterator[Event]:
-        """Text detectors see every reply; with calls, their findings wait for the turn's results."""
+    def _on_text(self, reply: ModelReply) -> bool:
+        """Text detectors see every reply; with calls, their findings wait for the turn's results.
+        True when a reply without calls was flagged: its findings are to be applied now."""
         self.turn_findings, self.text_flagged = [], False
         self.state.add_reply(self.turn, reply.text or "", len(reply.tool_calls), bool(self.last_offered))
         offered = self.last_offered
-        self.state.data[PENDING_TERMINAL] = [name for name in self._terminals if name in offered]
+        self.state.data[PENDING_TERMINAL] = [n for n in self._terminals if n in offered] if self._terminals else []
         if reply.text:
             self.novelty.observe_text(reply.text)
         if not reply.text and reply.tool_calls:
-            return  # an empty reply with no call is still a reply that did nothing: detectors see it
+            return False  # an empty reply with no call is still a reply that did nothing: detectors see it
         for detector in self._hooked["on_text"]:
             finding = detector.on_text(self.turn, reply.text or "", bool(self.last_offered), self.state)
             if finding is not None:
@@ -310,7 +312,7 @@ class Run:
         if self.turn_findings and not reply.tool_calls:
             self.text_flagged = True  # not accepted as the answer: steer (or stop) and go on
             self.messages.append(reply.assistant_message())
-            yield from self._apply_findings()
+        return self.text_flagged
 
     def _keep_working(self, reply: ModelReply) -> bool:
         """A text-only reply is no answer while text detectors object to it, or while work is

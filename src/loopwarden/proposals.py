@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .events import Head
 from .executor import Execution, validate_arguments
 from .guard.fingerprint import canonical_json, hash_of_canonical
 from .guard.ladder import Finding, Rung
@@ -90,10 +91,15 @@ class Proposal:
             bool(tool and tool.side_effect == "write"),  # writes
         )
 
-    def proposed_fields(self, turn: int) -> dict[str, Any]:
-        """The `tool_call_proposed` fields after the four every event has, in field order."""
+    def proposed_fields(self, turn: int, head: Head) -> dict[str, Any]:
+        """Every `tool_call_proposed` field in field order, the four every event has from `head`."""
         call = self.call
+        kind, run_id, seq, ts = head
         return {
+            "type": kind,
+            "run_id": run_id,
+            "seq": seq,
+            "ts": ts,
             "turn": turn,
             "call_id": call.id,
             "tool": call.name,
@@ -103,8 +109,8 @@ class Proposal:
             "repaired": self.repair,
         }
 
-    def verdict_fields(self, turn: int) -> dict[str, Any]:
-        """The `guard_verdict` fields after the four every event has, in field order."""
+    def verdict_fields(self, turn: int, head: Head) -> dict[str, Any]:
+        """Every `guard_verdict` field in field order, the four every event has from `head`."""
         action, count = self.decision.action, self.decision.count
         if self.shares is not None and action == "allowed":
             action = "cached"
@@ -116,10 +122,10 @@ class Proposal:
         elif self.refused_by is not None:
             assert self.result is not None
             reason = self.result.message or ""
-            return _verdict(turn, self.refused_by, "refused", reason, call_id, name, count, [])
+            return _verdict(head, turn, self.refused_by, "refused", reason, call_id, name, count, [])
         else:
-            return _verdict(turn, "guard", "allowed", self._allowed_reason(), call_id, name, count, [])
-        return _verdict(turn, DETECTOR, action, reason, call_id, name, count, [self.fingerprint])
+            return _verdict(head, turn, "guard", "allowed", self._allowed_reason(), call_id, name, count, [])
+        return _verdict(head, turn, DETECTOR, action, reason, call_id, name, count, [self.fingerprint])
 
     def _allowed_reason(self) -> str:
         if not self.changed:
@@ -127,12 +133,19 @@ class Proposal:
         edits = ", ".join(f"{name}={used!r} (proposed {old!r})" for name, (old, used) in self.changed.items())
         return f"allowed; set by code: {edits}"
 
-    def result_fields(self, turn: int, checklist_done: list[str], content: str | None = None) -> dict[str, Any]:
-        """The `tool_call_finished` fields after the four every event has, in field order;
+    def result_fields(
+        self, turn: int, head: Head, checklist_done: list[str], content: str | None = None
+    ) -> dict[str, Any]:
+        """Every `tool_call_finished` field in field order, the four every event has from `head`;
         `content` is the result's model content when known."""
         assert self.result is not None
         r = self.result.__dict__  # read once each (a frozen model's own values)
+        kind, run_id, seq, ts = head
         return {
+            "type": kind,
+            "run_id": run_id,
+            "seq": seq,
+            "ts": ts,
             "turn": turn,
             "call_id": self.call.id,
             "tool": self.call.name,
@@ -162,9 +175,22 @@ class Proposal:
 
 
 def _verdict(
-    turn: int, detector: str, action: str, reason: str, call_id: str, tool: str, count: int, evidence: list[str]
+    head: Head,
+    turn: int,
+    detector: str,
+    action: str,
+    reason: str,
+    call_id: str,
+    tool: str,
+    count: int,
+    evidence: list[str],
 ) -> dict[str, Any]:
+    kind, run_id, seq, ts = head
     return {
+        "type": kind,
+        "run_id": run_id,
+        "seq": seq,
+        "ts": ts,
         "turn": turn,
         "detector": detector,
         "action": action,

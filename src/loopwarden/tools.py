@@ -32,6 +32,8 @@ WIRE_NAMESPACE_SEP = "__"
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _content_json = encoder(ensure_ascii=False, separators=(", ", ": "), default=str)
+_scalar_content_json = encoder(ensure_ascii=False, separators=(", ", ": "), default=str, check_circular=False)
+"""The same bytes for an object of scalars, which cannot hold itself: no C encoder made per call."""
 
 
 class ToolResult(BaseModel):
@@ -75,7 +77,7 @@ class ToolResult(BaseModel):
         if fields["ok"] and fields["message"] is None and fields["user_action"] is fields["error_type"] is None:
             data = fields["data"]  # the common result: data alone
             if type(data) in _SCALARS:
-                return _content_json({"ok": True} if data is None else {"ok": True, "data": data})
+                return _scalar_content_json({"ok": True} if data is None else {"ok": True, "data": data})
         if type(self.data) in _SCALARS:  # what model_dump would give, without it
             payload = {k: v for k, v in self.__dict__.items() if v is not None}
         else:

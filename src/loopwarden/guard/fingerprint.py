@@ -40,10 +40,18 @@ _PLAIN = frozenset({str, int, bool, type(None)})
 _encode = encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), check_circular=False)
 
 
+def _flat(arguments: dict[Any, Any]) -> bool:
+    """Every key a str, every value of a `_PLAIN` type."""
+    for key, value in arguments.items():  # noqa: SIM110  # a loop, not all() of a generator (a frame less)
+        if type(key) is not str or type(value) not in _PLAIN:
+            return False
+    return True
+
+
 def canonical_json(arguments: Any) -> str:
     """Canonical JSON of arguments; unserialisable values fall back to a stable repr."""
     try:
-        if type(arguments) is dict and all(type(k) is str and type(v) in _PLAIN for k, v in arguments.items()):
+        if type(arguments) is dict and _flat(arguments):
             return _encode(arguments)  # the common call: a flat object of strings and integers
         return _encode(_canonical(arguments))
     except (TypeError, ValueError, RecursionError):

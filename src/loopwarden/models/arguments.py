@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..fastjson import loads
+from ..frozen import quick_init
 
 TEMPLATE_TOKENS = re.compile(
     r"<\|(?:im_start|im_end|im_sep|eot_id|eom_id|end_of_text|begin_of_text|start_header_id|end_header_id|"
@@ -29,6 +30,7 @@ TEMPLATE_TOKENS = re.compile(
 _FENCE = re.compile(r"^```[a-zA-Z_]*\s*(?P<inner>.*?)\s*```$", re.DOTALL)
 
 
+@quick_init  # one per proposed call
 @dataclass(frozen=True, slots=True)
 class Parsed:
     value: Any
@@ -81,8 +83,8 @@ def _unwrapped(value: Any, repair: str | None) -> Parsed:
         inner = parse_arguments(value)
         if inner.error is None and isinstance(inner.value, dict):
             told = "; ".join(r for r in (repair, "arguments were encoded twice", inner.repair) if r)
-            return Parsed(inner.value, repair=told)
-    return Parsed(value, repair=repair)
+            return Parsed(inner.value, None, told)
+    return Parsed(value, None, repair)  # by position: keywords to a class cost a dict
 
 
 def first_json_value(text: str) -> tuple[Any, int, int] | None:
