@@ -160,7 +160,8 @@ def test_scan_folder_in_two_processes_equals_one(tree: str, monkeypatch: pytest.
 
 
 class LendAndKill(SharedWalk):
-    """Kills the worker (SIGKILL) as soon as it has been lent its `kill_after`-th batch."""
+    """Kills the worker (SIGKILL) as it is lent its `kill_after`-th batch, just before it is sent
+    (killed just after, it could walk a small batch before the kill landed)."""
 
     def __init__(self, real_root: str, kill_after: int) -> None:
         super().__init__(real_root, start_after=0, wait_ready=True, when_busy=True)
@@ -168,10 +169,10 @@ class LendAndKill(SharedWalk):
         self.lent_batches = 0
 
     def lend(self, folders: list[tuple[str, str]]) -> None:
-        super().lend(folders)
         self.lent_batches += 1
         if self.lent_batches == self.kill_after and self.worker is not None:
             os.kill(self.worker.pid, signal.SIGKILL)
+        super().lend(folders)
 
 
 @pytest.mark.parametrize("kill_after", [1, 2])
@@ -213,7 +214,7 @@ walk.serve(sys.argv[2])
 def test_a_failing_worker_loses_nothing(tree: str, command: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     real = parallel.worker_command(tree)
     monkeypatch.setattr(parallel, "worker_command", lambda root: [*command, *real[-2:]])
-    walker = SharedWalk(tree, start_after=0, wait_ready=True, when_busy=True)
+    walker = Lender(tree)  # never asking work back: whatever it was sent, it still held
     listing, _ = shared(tree, walker)
     assert listing == single(tree)
     assert walker.failure is not None
