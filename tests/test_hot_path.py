@@ -381,3 +381,36 @@ def test_arguments_are_validated_as_model_validate_validates_them() -> None:
     custom = Tool(name="own", description="own", fn=lambda path: path, args_model=Own)
     validated = validate_arguments(custom, {"path": "a"})
     assert asked == [{"path": "a"}] and isinstance(validated, Own) and validated.path == "A"
+
+
+def test_frozen_models_built_in_order_share_a_fields_set_nothing_changes() -> None:
+    """A frozen model's in-order instances (a tool's results, a reply's calls) share one fields-set:
+    pydantic adds to a fields-set only on assignment, which a frozen model refuses, and copies it
+    before a `model_copy` adds to it; so every instance still reads the fields-set validation gives."""
+    import copy
+    import pickle
+
+    from loopwarden.models.base import ToolCall
+    from loopwarden.models.scripted import as_reply
+
+    @tool
+    def read(path: str) -> str:
+        """Read."""
+        return path
+
+    results = [read.to_result("a"), read.to_result("b")]
+    calls = [as_reply(ToolCall(id=str(i), name="read", arguments="{}")).tool_calls[0] for i in range(2)]
+    for a, b in (results, calls):
+        shared = a.model_fields_set
+        assert shared is b.model_fields_set and shared == _as_validated(a).model_fields_set
+        before = set(shared)
+        with pytest.raises(ValidationError):
+            a.ok = False if isinstance(a, ToolResult) else None  # type: ignore[misc,union-attr]
+        with pytest.raises(ValidationError):
+            b.id = "x"  # type: ignore[misc,union-attr]
+        changed = a.model_copy(update={"message": "m"} if isinstance(a, ToolResult) else {"id": "z"})
+        assert changed.model_fields_set >= before and changed.model_fields_set is not shared
+        for again in (copy.copy(a), copy.deepcopy(a), pickle.loads(pickle.dumps(a))):
+            assert again == a and again.model_fields_set == before
+            again.model_fields_set.add("data")
+        assert shared == before

@@ -31,7 +31,7 @@ _set_private = _slots["__pydantic_private__"].__set__
 
 
 class _Plan:
-    __slots__ = ("defaults", "factories", "names", "order", "required", "shapes", "unset")
+    __slots__ = ("defaults", "factories", "frozen", "names", "order", "required", "shapes", "unset")
 
     def __init__(
         self,
@@ -39,13 +39,17 @@ class _Plan:
         required: frozenset[str],
         defaults: dict[str, Any],
         factories: tuple[tuple[str, Callable[[], Any]], ...],
+        frozen: bool = False,
     ) -> None:
         self.names, self.required, self.defaults, self.factories = names, required, defaults, factories
+        self.frozen = frozen
+        """A frozen model: `in_order`'s instances of one `unset` share their fields-set. pydantic adds
+        to a fields-set only on assignment (refused here) and copies it before `model_copy` adds."""
         self.shapes: dict[tuple[str, ...], _Shape] = {}
         """Field names as a call site gives them (in its order) -> what checking them found."""
         self.order = tuple(defaults)
         """Every field name in field order (`in_order`'s values give exactly these)."""
-        self.unset: dict[tuple[str, ...], frozenset[str]] = {}
+        self.unset: dict[tuple[str, ...], set[str]] = {}
         """`in_order`'s names given as their defaults -> the fields-set of such an instance."""
 
     def shape(self, names: tuple[str, ...]) -> _Shape | None:
@@ -103,7 +107,7 @@ def _plan(cls: type[BaseModel]) -> _Plan | None:
             defaults[name] = field.default
         else:
             return None
-    return _Plan(frozenset(defaults), frozenset(required), defaults, tuple(factories))
+    return _Plan(frozenset(defaults), frozenset(required), defaults, tuple(factories), bool(config.get("frozen")))
 
 
 def trusted(cls: type[M], values: dict[str, Any]) -> M:
@@ -145,10 +149,10 @@ def in_order(cls: type[M], values: dict[str, Any], unset: tuple[str, ...] = ()) 
     if given is None:
         if not set(unset) <= plan.names - plan.required or _given(cls, values, unset).keys() & set(unset):
             return trusted(cls, _given(cls, values, unset))
-        given = plan.unset[unset] = plan.names.difference(unset)
+        given = plan.unset[unset] = set(plan.names.difference(unset))
     instance = _new(cls)
     _set_dict(instance, values)
-    _set_fields_set(instance, set(given))
+    _set_fields_set(instance, given if plan.frozen else set(given))
     _set_extra(instance, None)
     _set_private(instance, None)
     return instance
