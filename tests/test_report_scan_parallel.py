@@ -5,6 +5,7 @@ talks nonsense, the same result still."""
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -34,7 +35,7 @@ def single(real_root: str) -> Listing:
 
 
 def shared(real_root: str, walker: SharedWalk | None = None) -> tuple[Listing, SharedWalk]:
-    walker = walker or SharedWalk(real_root, start_after=0, wait_ready=True)
+    walker = walker or SharedWalk(real_root, start_after=0, wait_ready=True, when_busy=True)
     try:
         paths, sizes, exts, skipped = walker.run()
     finally:
@@ -132,7 +133,7 @@ class Lender(SharedWalk):
     """Never asks the worker for work back: what it is lent, it walks."""
 
     def __init__(self, real_root: str) -> None:
-        super().__init__(real_root, start_after=0, wait_ready=True)
+        super().__init__(real_root, start_after=0, wait_ready=True, when_busy=True)
         self.may_ask = False
 
     def take_messages(self) -> None:
@@ -151,6 +152,7 @@ def test_shared_walk_equals_the_single_one(tree: str) -> None:
 
 def test_scan_folder_in_two_processes_equals_one(tree: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "START_AFTER_FILES", 0)
+    monkeypatch.setattr(parallel, "free_cores", lambda: 2)
     alone = scan_folder(Path(tree), parallel=False)
     for _ in range(3):  # who walks what depends on timing: each run must agree
         assert scan_folder(Path(tree), parallel=True) == alone
@@ -158,18 +160,19 @@ def test_scan_folder_in_two_processes_equals_one(tree: str, monkeypatch: pytest.
 
 
 class LendAndKill(SharedWalk):
-    """Kills the worker (SIGKILL) as soon as it has been lent its `kill_after`-th batch."""
+    """Kills the worker (SIGKILL) as it is lent its `kill_after`-th batch, just before it is sent
+    (killed just after, it could walk a small batch before the kill landed)."""
 
     def __init__(self, real_root: str, kill_after: int) -> None:
-        super().__init__(real_root, start_after=0, wait_ready=True)
+        super().__init__(real_root, start_after=0, wait_ready=True, when_busy=True)
         self.kill_after = kill_after
         self.lent_batches = 0
 
     def lend(self, folders: list[tuple[str, str]]) -> None:
-        super().lend(folders)
         self.lent_batches += 1
         if self.lent_batches == self.kill_after and self.worker is not None:
             os.kill(self.worker.pid, signal.SIGKILL)
+        super().lend(folders)
 
 
 @pytest.mark.parametrize("kill_after", [1, 2])
@@ -211,7 +214,7 @@ walk.serve(sys.argv[2])
 def test_a_failing_worker_loses_nothing(tree: str, command: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     real = parallel.worker_command(tree)
     monkeypatch.setattr(parallel, "worker_command", lambda root: [*command, *real[-2:]])
-    walker = SharedWalk(tree, start_after=0, wait_ready=True)
+    walker = Lender(tree)  # never asking work back: whatever it was sent, it still held
     listing, _ = shared(tree, walker)
     assert listing == single(tree)
     assert walker.failure is not None
@@ -222,7 +225,7 @@ def test_a_worker_still_starting_when_the_walk_ends_is_stopped_not_waited_for(
 ) -> None:
     # It never says it is ready: waiting for it would never end.
     monkeypatch.setattr(parallel, "worker_command", lambda root: [sys.executable, "-c", "import time; time.sleep(600)"])
-    walker = SharedWalk(tree, start_after=0)
+    walker = SharedWalk(tree, start_after=0, when_busy=True)
     worker: list[object] = []
     start = walker.start
     monkeypatch.setattr(walker, "start", lambda: (start(), worker.append(walker.worker)))
@@ -232,13 +235,17 @@ def test_a_worker_still_starting_when_the_walk_ends_is_stopped_not_waited_for(
 
 
 def test_a_failure_in_the_machinery_falls_back_to_one_process(tree: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[object] = []
+
     def broken(results: object) -> Listing:
+        calls.append(results)
         raise KeyError("a hole without a listing")
 
     monkeypatch.setattr(parallel, "assemble", broken)
     monkeypatch.setattr(parallel, "START_AFTER_FILES", 0)
+    monkeypatch.setattr(parallel, "free_cores", lambda: 2)
     paths, sizes, exts, skipped = walk_tree(tree, parallel=True)
-    assert (paths, sizes, exts, sorted(skipped)) == single(tree)
+    assert (paths, sizes, exts, sorted(skipped)) == single(tree) and calls
 
 
 def test_small_trees_and_the_switch_stay_in_one_process(tree: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -303,3 +310,32 @@ def test_the_worker_walks_what_it_is_sent_and_hands_back_what_it_has_not_started
         worker.stdin.close()
         assert worker.wait(timeout=60) == 0  # it leaves when its stdin closes
         worker.stdout.close()
+
+
+def test_no_worker_without_a_free_core(tree: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "free_cores", lambda: 1)
+    walker = SharedWalk(tree, start_after=0)
+    listing, _ = shared(tree, walker)
+    assert listing == single(tree) and walker.started and walker.by_worker == [] and walker.failure is None
+    monkeypatch.setattr(parallel, "worker_command", lambda root: ["/nonexistent/python"])
+    monkeypatch.setattr(parallel, "free_cores", lambda: 2)
+    walker = SharedWalk(tree, start_after=0)
+    shared(tree, walker)
+    assert walker.failure is not None  # with a free core, a worker was tried
+
+
+def test_free_cores_counts_the_runnable_tasks_besides_this_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    real_open = open
+
+    def loadavg(text: bytes) -> None:
+        monkeypatch.setattr(
+            "builtins.open", lambda path, *a: io.BytesIO(text) if path == "/proc/loadavg" else real_open(path, *a)
+        )
+
+    loadavg(b"3.02 4.47 5.97 1/102 17946\n")
+    assert parallel.free_cores() == 2
+    loadavg(b"3.02 4.47 5.97 2/102 17946\n")  # one busy task besides this one
+    assert parallel.free_cores() == 1
+    loadavg(b"garbled")
+    assert parallel.free_cores() == 2

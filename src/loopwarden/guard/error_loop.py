@@ -54,6 +54,8 @@ class ErrorLoopDetector(Detector):
         if result is None or record.exempt or result.error_type == "repeated_call":
             return None
         if result.ok:
+            if not self._counts:  # the common result: no failure counted to clear
+                return None
             for key in [k for k in self._counts if k[0] == record.tool]:
                 del self._counts[key]
                 self._examples.pop(key, None)

@@ -66,8 +66,25 @@ def walk_tree(real_root: str, parallel: bool) -> Listing:
 def _can_share() -> bool:
     """Two cores for this process, and a Python to start (a frozen application's executable is
     not one that runs `-c` code)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores >= 2 and bool(sys.executable) and not getattr(sys, "frozen", False)
+    return _cores() >= 2 and bool(sys.executable) and not getattr(sys, "frozen", False)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def free_cores() -> int:
+    """Cores this process may run on minus the tasks runnable right now besides the caller (the
+    kernel's count in /proc/loadavg); all of them where that is not known.
+
+    The worker pays only on a free core: with one other busy task on two cores, the scanner and
+    the worker share what is left with it and the scan took 10-20% longer than alone."""
+    try:
+        with open("/proc/loadavg", "rb") as f:
+            running = int(f.read().split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return _cores()
+    return _cores() - (running - 1)
 
 
 def worker_command(real_root: str) -> list[str]:
@@ -76,10 +93,13 @@ def worker_command(real_root: str) -> list[str]:
 
 
 class SharedWalk:
-    def __init__(self, real_root: str, start_after: int | None = None, wait_ready: bool = False) -> None:
+    def __init__(
+        self, real_root: str, start_after: int | None = None, wait_ready: bool = False, when_busy: bool = False
+    ) -> None:
         self.real_root = real_root
         self.start_after = START_AFTER_FILES if start_after is None else start_after
-        self.wait_ready = wait_ready  # tests: wait for the worker to start, so it gets work
+        # Tests: wait for the worker to start, so that it gets work; start it on a busy machine.
+        self.wait_ready, self.when_busy = wait_ready, when_busy
         self.results: dict[str, Columns] = {}  # rel -> what was walked there, by either side
         self.mine: list[tuple[str, str]] = []  # (folder, rel) to walk here
         self.lent: dict[str, str] = {}  # rel -> folder of what the worker walks
@@ -109,6 +129,9 @@ class SharedWalk:
         give it work when it is idle."""
         if self.channel is None:
             if self.started or len(self.current.paths) < self.start_after or sum(s[2] is None for s in stack) < 2:
+                return
+            self.started = True
+            if not self.when_busy and free_cores() < 2:  # no core for a worker: stay alone
                 return
             self.start()
             if self.channel is None:
