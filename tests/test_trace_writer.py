@@ -65,3 +65,29 @@ async def test_next_now_tells_a_ready_item_from_a_wait() -> None:
     asyncio.get_running_loop().call_soon(gate.set)
     assert await rest == "after the wait"
     await items.aclose()
+
+
+async def test_a_store_locked_while_the_event_loop_connection_opens_is_waited_for_off_the_event_loop(
+    tmp_path: Path,
+) -> None:
+    # The last connection to a store to close checkpoints and deletes the log under an exclusive
+    # lock on the file (the checkpoint thread's, between two runs, say): a connection opened
+    # meanwhile cannot even read. The event loop's connection, opened at a run's first commit,
+    # must not fail the run then: the commit waits in a worker thread like any held store.
+    db = tmp_path / "runs.db"
+    store = RunStore(db)
+    store.create_run(run_id="r")
+    store.close()  # no connection of the store open: the next commit opens the event loop's
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")  # the whole file, as a closing last connection holds it
+    writer = RunWriter(store, "r")
+    writer.events += _nudges("r", 2)
+    flush = asyncio.create_task(writer.flush())
+    for _ in range(50):  # the loop keeps turning while the flush waits in its thread
+        await asyncio.sleep(0)
+    assert not flush.done()
+    holder.execute("COMMIT")
+    holder.close()
+    assert [e.seq for e in await flush] == [1, 2]
+    assert store.last_seq("r") == 2

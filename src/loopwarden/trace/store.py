@@ -107,8 +107,17 @@ class RunStore:
         if conn is None:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=0)
             conn.row_factory = sqlite3.Row
-            for pragma in ("busy_timeout = 0", "synchronous = NORMAL", "foreign_keys = ON", "wal_autocheckpoint = 0"):
-                conn.execute(f"PRAGMA {pragma}")
+            pragmas = ("busy_timeout = 0", "synchronous = NORMAL", "foreign_keys = ON", "wal_autocheckpoint = 0")
+            try:
+                for pragma in pragmas:
+                    conn.execute(f"PRAGMA {pragma}")
+            except sqlite3.OperationalError:
+                # Locked this instant, even for reading: the last connection to the store is
+                # closing (it checkpoints and deletes the log under an exclusive lock). Opened
+                # again at the next commit; this one waits in the caller's worker thread.
+                conn.close()
+                yield None
+                return
             self._local.now = conn
             with self._lock:
                 self._connections.append(conn)

@@ -8,7 +8,8 @@ The worker is a fresh `python -I -S` running `walk.py` alone (standard library o
 from the package, so it starts in tens of milliseconds), not a fork: this process may have
 threads (the HTTP server runs scans off its event loop), and forking a threaded process is
 unsafe. It is started only once this process has listed `START_AFTER_FILES` files with at least
-two folders still to walk, so a small folder never pays for it.
+two folders still to walk, so a small folder never pays for it, and only if a core is free for it
+(`free_cores`): on a busy machine it would only take CPU from the scanner.
 
 Work is shared by stealing, in both directions: when the worker is idle it is handed the
 bottom half of the folders on this process's stack (the last in path order, and the shallowest,
@@ -34,7 +35,7 @@ import sys
 from . import walk as walk_module
 from .walk import Channel, Columns, Step, give, walk
 
-__all__ = ["START_AFTER_FILES", "Listing", "SharedWalk", "walk_tree"]
+__all__ = ["START_AFTER_FILES", "Listing", "SharedWalk", "assemble", "free_cores", "walk_tree", "worker_command"]
 
 START_AFTER_FILES = 4000
 """Files listed by this process before the worker is started: about 20 ms of walking on the
