@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from loopwarden.models.arguments import parse_arguments
@@ -44,9 +45,25 @@ def test_text_with_no_json_in_it_stays_an_error(raw: str) -> None:
 _texts = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
 
 
+_ESCAPE = re.compile(r"\\\\|\\n|\\t")
+
+
+def _raw_control_characters(dumped: str) -> str:
+    """`\\n` and `\\t` escapes written as the raw characters, read left to right so an escaped
+    backslash stays one (a plain replace would undo the `\\t` inside `\\\\t`, a backslash then a t)."""
+    return _ESCAPE.sub(lambda m: {"\\n": "\n", "\\t": "\t"}.get(m.group(0), m.group(0)), dumped)
+
+
+def test_the_raw_form_undoes_only_newline_and_tab_escapes() -> None:
+    dumped = json.dumps({"a": "x\ny\tz", "b": "\\t\\n", "c": "\\\n"})
+    assert _raw_control_characters(dumped) == '{"a": "x\ny\tz", "b": "\\\\t\\\\n", "c": "\\\\\n"}'
+
+
 @given(st.dictionaries(st.text(min_size=1, max_size=8), _texts, max_size=4), st.sampled_from(["", "\n", "<|im_end|>"]))
+@example({"0": "\\t"}, "")  # a backslash then a t: found by hypothesis in CI
+@example({"a": "\\\n\t"}, "\n")
 def test_raw_control_characters_never_change_the_meaning(arguments: dict[str, str], tail: str) -> None:
     # What a small model writes: the JSON with the string escapes undone for newlines and tabs.
-    raw = json.dumps(arguments, ensure_ascii=False).replace("\\n", "\n").replace("\\t", "\t") + tail
+    raw = _raw_control_characters(json.dumps(arguments, ensure_ascii=False)) + tail
     parsed = parse_arguments(raw)
     assert parsed.error is None and parsed.value == arguments
