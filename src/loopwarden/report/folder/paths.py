@@ -16,8 +16,6 @@ import re
 import stat
 from pathlib import Path, PurePosixPath
 
-from .walk import shown_name as shown_name  # defined with the walk, which imports nothing of the package
-
 OUT_OF_BOUNDS = "path does not exist or is out of bounds"
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -107,6 +105,17 @@ class PathGuard:
 # file really called "a\x41" is still found under its own name.
 
 _ESCAPED = re.compile(r"(?:\\x[0-9a-fA-F]{2})+")
+
+
+def shown_name(name: str) -> str:
+    """`name` as valid text: undecodable bytes (surrogates) written as \\xNN."""
+    if name.isascii():
+        return name
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", errors="backslashreplace")
 
 
 def real_name(shown: str) -> str:

@@ -31,8 +31,8 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def shown_name(name: str) -> str:
-    """`name` as valid text: undecodable bytes (surrogates) written as \\xNN. Defined here, not
-    in paths.py (which uses it too), since the worker runs this module without the package."""
+    """`paths.shown_name`, which this module cannot import (paths.py imports pathlib and re; see
+    the module docstring); tests/test_report_scan_parallel.py checks the two agree."""
     if name.isascii():
         return name
     try:
