@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+from helpers import close_default_loop
 from shared_setup import shared_setup_group
 
 settings.register_profile(
@@ -132,3 +134,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         uses_llama = "llama_server" in getattr(item, "fixturenames", ())
         order[item.nodeid] = start_order(relative, uses_llama, llama_now)
     items.sort(key=lambda item: order[item.nodeid])  # stable: a file's tests keep their order
+
+
+@pytest.fixture
+def framework_loop_closed() -> Iterator[None]:
+    """After the test, `helpers.close_default_loop()`: a framework's `run_sync` leaves its loop open."""
+    yield
+    close_default_loop()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,3 +64,20 @@ class Files:
             return answer
 
         return read_file, finish
+
+
+def close_default_loop() -> None:
+    """Closes the event loop a framework's `run_sync` left as this thread's default. The OpenAI
+    Agents SDK and PydanticAI (pydantic-graph) make one and keep it open on purpose, for their next
+    call; once the next `asyncio.run` or async test replaces it, the orphaned loop was collected
+    unclosed in some later test (ResourceWarning: an unclosed event loop and its two sockets)."""
+    policy = asyncio.get_event_loop_policy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = policy.get_event_loop()
+        except RuntimeError:
+            return  # no default loop on this thread
+    if not loop.is_running() and not loop.is_closed():
+        loop.close()
+        policy.set_event_loop(None)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from helpers import close_default_loop
 from loopwarden.cli import build_app
 from loopwarden.eval.case import load_case
 from loopwarden.eval.runner import run_case
@@ -42,6 +43,7 @@ def pydantic_ai_run(db: Path) -> tuple[dict[str, Any] | None, int]:
 
     guard = Loopwarden(trace=db)
     result = Agent(FunctionModel(stuck), tools=[read_file], capabilities=[guard]).run_sync("Summarise a.txt")
+    close_default_loop()  # before the replay's asyncio.run() orphans it
     return guard.summary(result), len(calls)
 
 

@@ -16,6 +16,8 @@ from loopwarden import Budgets, LoopConfig
 from loopwarden.config import ASSEMBLED_MARK
 from loopwarden.trace.store import RunStore
 
+pytestmark = pytest.mark.usefixtures("framework_loop_closed")  # conftest.py: run_sync's loop
+
 if find_spec("agents") is None:  # looked up here, imported by the fixture (tests/agentskit.py says why)
     pytest.skip("the OpenAI Agents SDK is not installed", allow_module_level=True)
 

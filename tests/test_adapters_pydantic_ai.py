@@ -17,6 +17,8 @@ from loopwarden import Budgets, LoopConfig
 from loopwarden.config import ASSEMBLED_MARK
 from loopwarden.trace.store import RunStore
 
+pytestmark = pytest.mark.usefixtures("framework_loop_closed")  # conftest.py: run_sync's loop
+
 if find_spec("pydantic_ai") is None:  # looked up here, imported by the fixture (tests/pydanticaikit.py says why)
     pytest.skip("pydantic_ai is not installed", allow_module_level=True)
 
