@@ -47,14 +47,20 @@ async def test_a_commit_of_many_rows_counts_for_their_pages(tmp_path: Path, monk
     assert asked == [store.path]  # one commit, as many pages as a thousand small ones would make
 
 
-def test_a_checkpoint_copies_the_log_into_the_database(tmp_path: Path) -> None:
-    db = tmp_path / "runs.db"
+def _twenty_rows_in_the_log(db: Path) -> sqlite3.Connection:
+    """A WAL database with no automatic checkpoint and 20 rows committed to its log; the open writer."""
     writer = sqlite3.connect(db, isolation_level=None)
     writer.execute("PRAGMA journal_mode = WAL")
     writer.execute("PRAGMA wal_autocheckpoint = 0")
     writer.execute("CREATE TABLE t (x TEXT)")
     for i in range(20):
         writer.execute("INSERT INTO t VALUES (?)", (f"row {i}" * 100,))
+    return writer
+
+
+def test_a_checkpoint_copies_the_log_into_the_database(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    writer = _twenty_rows_in_the_log(db)
     assert _rows_in_the_database_file(db, tmp_path / "before.db") == 0  # all in the log so far
     checkpoint.checkpoint(db)
     assert _rows_in_the_database_file(db, tmp_path / "after.db") == 20
@@ -68,12 +74,7 @@ def test_a_commit_made_while_the_checkpoint_copied_does_not_keep_the_log_from_st
     # log only for a commit whose transaction began with every frame copied. A passive pass alone
     # left the frames committed during it uncopied, so the log grew by every commit, for good.
     db = tmp_path / "runs.db"
-    writer = sqlite3.connect(db, isolation_level=None)
-    writer.execute("PRAGMA journal_mode = WAL")
-    writer.execute("PRAGMA wal_autocheckpoint = 0")
-    writer.execute("CREATE TABLE t (x TEXT)")
-    for i in range(20):
-        writer.execute("INSERT INTO t VALUES (?)", (f"row {i}" * 100,))
+    writer = _twenty_rows_in_the_log(db)
     connect = sqlite3.connect
 
     class Copier:  # the checkpoint's connection; a transaction commits while its passive pass copies
