@@ -31,8 +31,10 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def shown_name(name: str) -> str:
-    """`paths.shown_name`, which this module cannot import (paths.py imports pathlib and re; see
-    the module docstring); tests/test_report_scan_parallel.py checks the two agree."""
+    """`paths.shown_name`, copied on purpose: neither module can import the other. This one
+    would pay for paths.py's pathlib and re in the worker's start-up (see the module docstring),
+    and paths.py is loaded as a bare file by the figure sandbox's child, where a relative import
+    fails. tests/test_report_scan_parallel.py checks the two agree."""
     if name.isascii():
         return name
     try:
