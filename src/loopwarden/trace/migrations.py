@@ -114,6 +114,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         postgres="SELECT 1;",  # Postgres has no WITHOUT ROWID tables: nothing to change
     ),
+    Migration(
+        4,
+        "events in batches: the events of one commit in one row, their JSON one a line",
+        # One insert a commit, not one per event (most of SQLite's share of a traced run). Keyed
+        # by the batch's last number, so "events after n" is a range of the key. Rows of `events`
+        # stay where they are and are read with these (trace/rows.py read_events).
+        """
+        CREATE TABLE event_batches (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            last_seq INTEGER NOT NULL,
+            first_seq INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, last_seq)
+        );
+        """,
+    ),
 )
 
 

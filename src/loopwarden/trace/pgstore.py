@@ -21,7 +21,7 @@ from typing import Any
 from ..events import Event
 from .migrations import MIGRATIONS, Migration
 from .records import StoredEvent
-from .rows import insert_events
+from .rows import insert_events, read_events
 from .store import RunStore
 
 EVENTS_CHANNEL = "loopwarden_events"
@@ -135,7 +135,7 @@ class PostgresRunStore(RunStore):
         return super().migrate(migrations)
 
     @contextmanager
-    def _write_now(self) -> Iterator[Any]:
+    def _write_now(self, events: int = 0) -> Iterator[Any]:
         yield None  # every write may wait on the network: never on the event loop's thread
 
     def append_events(
@@ -172,8 +172,5 @@ class PostgresRunStore(RunStore):
         return seqs[0]
 
     def event_rows(self, run_id: str, after_seq: int = 0, *, limit: int | None = None) -> list[StoredEvent]:
-        rows = self._connection().execute(
-            "SELECT run_id, seq, type, ts, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (run_id, after_seq, limit),  # LIMIT NULL: no limit (SQLite spells it -1)
-        )
-        return [StoredEvent(**dict(row)) for row in rows.fetchall()]
+        # LIMIT NULL: no limit (SQLite spells it -1)
+        return read_events(self._connection(), run_id, after_seq, limit, no_limit=None)

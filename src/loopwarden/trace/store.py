@@ -34,7 +34,7 @@ from .records import (
     RunStatus,
     StoredEvent,
 )
-from .rows import insert_events, update_status
+from .rows import insert_events, read_events, update_status
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -99,7 +99,7 @@ class RunStore:
         conn.execute("COMMIT")
 
     @contextmanager
-    def _write_now(self) -> Iterator[sqlite3.Connection | None]:
+    def _write_now(self, events: int = 0) -> Iterator[sqlite3.Connection | None]:
         """A write transaction if no other writer holds the store this instant, else None (and
         nothing waits): for the event loop's own thread, which must never wait on a lock. Its
         connection leaves WAL checkpoints to a background thread (trace/checkpoint.py)."""
@@ -134,7 +134,8 @@ class RunStore:
             raise
         conn.execute("COMMIT")
         # Checkpointed in the background, never on this thread, by how much was written.
-        checkpoint.committed(self.path, conn.total_changes - changes)
+        # `events` counted as rows: a batch of them is one row of as many bytes.
+        checkpoint.committed(self.path, conn.total_changes - changes + events)
 
     def close(self) -> None:
         with self._lock:
@@ -301,7 +302,7 @@ class RunStore:
         (rows that go with them, such as model exchanges) in the same transaction. With
         `wait=False` it writes only if no other writer holds the store this instant, and returns
         None having written nothing otherwise."""
-        with self._write() if wait else self._write_now() as tx:
+        with self._write() if wait else self._write_now(len(events)) as tx:
             if tx is None:
                 return None
             if with_rows is not None:
@@ -309,11 +310,7 @@ class RunStore:
             return insert_events(tx, run_id, events, returning=False) if events else []
 
     def event_rows(self, run_id: str, after_seq: int = 0, *, limit: int | None = None) -> list[StoredEvent]:
-        rows = self._connection().execute(
-            "SELECT run_id, seq, type, ts, data FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (run_id, after_seq, -1 if limit is None else limit),
-        )
-        return [StoredEvent(**dict(row)) for row in rows.fetchall()]
+        return read_events(self._connection(), run_id, after_seq, limit, no_limit=-1)
 
     def events(self, run_id: str, after_seq: int = 0, *, limit: int | None = None) -> list[Event]:
         return [row.event() for row in self.event_rows(run_id, after_seq, limit=limit)]
