@@ -303,6 +303,8 @@ def test_replies_calls_and_results_built_in_order_are_what_validation_makes() ->
 def test_a_proposals_record_names_each_field_as_the_keyword_built_one_does(monkeypatch: pytest.MonkeyPatch) -> None:
     """`Proposal.record` builds its `CallRecord` by position; every record the loop hands the
     detectors in the loop tests equals the one built by keyword from the same proposal."""
+    import copy
+
     import test_loop
     from loopwarden.proposals import Proposal
     from loopwarden.state import CallRecord
@@ -326,10 +328,18 @@ def test_a_proposals_record_names_each_field_as_the_keyword_built_one_does(monke
 
     def comparing(p: Proposal) -> CallRecord:
         record = by_position.fget(p)  # type: ignore[attr-defined]
-        seen.append((record, by_keyword(p)))
+        seen.append((copy.copy(record), by_keyword(p)))  # as it is now: it may be filled in later
         return record  # type: ignore[no-any-return]
 
+    filled_in = Proposal.result_record
+
+    def result_comparing(p: Proposal) -> CallRecord:  # the record shown to on_calls, filled in
+        record = filled_in(p)
+        seen.append((record, by_keyword(p)))
+        return record
+
     monkeypatch.setattr(Proposal, "record", property(comparing))
+    monkeypatch.setattr(Proposal, "result_record", result_comparing)
     for name in dir(test_loop):
         if name.startswith("test_") and not _needs_args(getattr(test_loop, name)):
             getattr(test_loop, name)()
@@ -414,3 +424,67 @@ def test_frozen_models_built_in_order_share_a_fields_set_nothing_changes() -> No
             assert again == a and again.model_fields_set == before
             again.model_fields_set.add("data")
         assert shared == before
+
+
+def _keeper() -> Any:
+    """A detector of an application's own that keeps every record `on_calls` shows it."""
+    from loopwarden.guard import Detector
+
+    class Keeper(Detector):
+        name = "keeper"
+
+        def __init__(self) -> None:
+            self.kept: list[Any] = []
+
+        def on_calls(self, turn: int, records: list[Any], state: Any) -> None:
+            self.kept += records
+
+    return Keeper()
+
+
+def test_a_record_shown_to_on_calls_is_filled_in_only_when_no_detector_can_keep_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the built-in detectors a call has one record: the one `on_calls` saw, filled in with
+    the result (equal to a record built afresh: the test above). A detector of the application's
+    own, or a subclass of a built-in one, may keep what `on_calls` showed it: it keeps it as
+    shown (no result, not executed), and the results go in records of their own."""
+    from loopwarden import Agent, FunctionModel, ModelRequest
+    from loopwarden.guard import DEFAULT_DETECTORS, CycleDetector
+    from loopwarden.models.base import ToolCall
+
+    @tool
+    def read(path: str) -> str:
+        """Read."""
+        return f"text of {path}"
+
+    def reads(request: ModelRequest) -> Any:
+        done = sum(1 for m in request.messages if m["role"] == "tool")
+        return "done" if done >= 3 else ToolCall(id="c", name="read", arguments=json.dumps({"path": f"{done}"}))
+
+    shown: list[Any] = []
+    cycle_on_calls = CycleDetector.on_calls
+
+    def watched(self: CycleDetector, turn: int, records: list[Any], state: Any) -> Any:
+        shown.extend(records)  # held by the test, to compare identities after the run
+        return cycle_on_calls(self, turn, records, state)
+
+    class Keeping(CycleDetector):
+        def on_calls(self, turn: int, records: list[Any], state: Any) -> Any:
+            shown.extend(records)
+            return super().on_calls(turn, records, state)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(CycleDetector, "on_calls", watched)  # still the built-in class
+        plain = Agent(FunctionModel(reads), [read]).run_sync("read")
+    assert [r.result.data for r in plain.state.records] == ["text of 0", "text of 1", "text of 2"]  # type: ignore[union-attr]
+    assert len(shown) == 3 and all(a is b for a, b in zip(shown, plain.state.records, strict=True))
+    keeper = _keeper()
+    for detectors, kept in (([*DEFAULT_DETECTORS.values(), lambda: keeper], keeper.kept), ([Keeping], shown)):
+        shown.clear()
+        run = Agent(FunctionModel(reads), [read], detectors=detectors).run_sync("read")  # type: ignore[arg-type]
+        assert len(kept) == 3 and all(r.result is None and not r.executed for r in kept)
+        assert not any(r is s for r in kept for s in run.state.records)
+        assert [r.result for r in run.state.records] == [r.result for r in plain.state.records]
+        assert [r.executed for r in run.state.records] == [True] * 3
+

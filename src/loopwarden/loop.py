@@ -46,7 +46,7 @@ from .events import (
     Totals,
 )
 from .executor import Executor
-from .guard import build_detectors
+from .guard import FORGET_CALL_RECORDS, build_detectors
 from .guard.detector import overriding
 from .guard.ladder import Finding, Rung
 from .guard.monologue import PENDING_TERMINAL, open_work
@@ -94,6 +94,7 @@ class Run:
         self.detectors = build_detectors(agent.detectors, self.config.disabled_detectors)
         self._hooked = {hook: overriding(self.detectors, hook) for hook in ("on_calls", "on_results", "on_text")}
         self._hooks = {hook: [getattr(d, hook) for d in found] for hook, found in self._hooked.items()}
+        self._reuse = all(type(d) in FORGET_CALL_RECORDS for d in self._hooked["on_calls"])  # one record a call
         self._terminals = [  # a handoff is an option, not the way to finish
             t.wire_name for t in agent.registry if t.terminal and not isinstance(t, HandoffTool)
         ]
@@ -182,7 +183,7 @@ class Run:
                 for event in self._finished(proposals):
                     yield event
                 stopped = first_stopped(proposals)
-                if stopped is None and (terminal_result(proposals) is not None or self._checklist_complete()):
+                if stopped is None and (terminal_result(proposals) is not None or self.state.checklist_complete):
                     async for event in self._end_phase(proposals):  # an async generator only when the phase ends
                         yield event
                 else:
@@ -204,7 +205,8 @@ class Run:
         for p in proposals:
             yield self.stamp.built(ToolCallProposed, p.proposed_fields(self.turn, self.stamp.head(ToolCallProposed)))
             yield verdict_event(self, p)
-        self._observe("on_calls", [p.record for p in proposals])
+        if self._hooks["on_calls"]:  # records are made for someone to see them
+            self._observe("on_calls", [p.shown_record(self._reuse) for p in proposals])
 
     def _finished(self, proposals: list[Proposal]) -> Iterator[Event]:
         for p in proposals:
@@ -214,8 +216,8 @@ class Run:
             assert p.result is not None
             content = p.result.to_model_content()
             self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": content})
-            records.append(p.record)
-            done = self.state.add(records[-1])
+            records.append(record := p.result_record())
+            done = self.state.add(record)
             head = self.stamp.head(ToolCallFinished)
             yield self.stamp.built(ToolCallFinished, p.result_fields(self.turn, head, done, content))
         self.novelty.observe_results(self.turn, records, self.state)
@@ -225,9 +227,6 @@ class Run:
             yield self.stamp(
                 ToolsDiscovered, turn=self.turn, tools=found, n_tools_offered_next=len(self._offered_now())
             )
-
-    def _checklist_complete(self) -> bool:
-        return self.state.checklist is not None and self.state.checklist.complete
 
     async def _end_phase(self, proposals: list[Proposal]) -> AsyncIterator[Event]:
         """A terminal tool returned, or the checklist is complete (and no call was stopped)."""

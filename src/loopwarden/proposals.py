@@ -48,6 +48,8 @@ class Proposal:
     """How the model's argument text was mended to be read (models.arguments), if it was."""
     canonical: str = ""
     """The canonical JSON of `arguments` (the fingerprint's tail), for `args_hash`."""
+    shown: CallRecord | None = None
+    """The record `on_calls` was shown, when no detector there can have kept it (`result_record`)."""
 
     @property
     def args_hash(self) -> str:
@@ -90,6 +92,22 @@ class Proposal:
             bool(tool and (tool.repeatable or tool.terminal)),  # exempt
             bool(tool and tool.side_effect == "write"),  # writes
         )
+
+    def shown_record(self, reusable: bool) -> CallRecord:
+        """The record `on_calls` is shown; kept to become the result record when `reusable`."""
+        record = self.record
+        if reusable:
+            self.shown = record
+        return record
+
+    def result_record(self) -> CallRecord:
+        """The record with the call's result: the one `on_calls` was shown, filled in, when it was
+        kept (`shown_record`), else a new one (a detector may keep what `on_calls` gave it)."""
+        shown = self.shown
+        if shown is None:
+            return self.record
+        shown.result, shown.executed, shown.cached = self.result, self.attempts > 0, self.cached
+        return shown
 
     def proposed_fields(self, turn: int, head: Head) -> dict[str, Any]:
         """Every `tool_call_proposed` field in field order, the four every event has from `head`."""

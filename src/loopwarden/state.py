@@ -101,6 +101,11 @@ class RunState:
         """A checklist is declared and some required item is not done yet."""
         return self.checklist is not None and not self.checklist.complete
 
+    @property
+    def checklist_complete(self) -> bool:
+        """A checklist is declared and every required item is done."""
+        return self.checklist is not None and self.checklist.complete
+
     def add_reply(self, turn: int, text: str, n_calls: int, tools_offered: bool) -> ReplyRecord:
         reply = ReplyRecord(turn, text, n_calls, tools_offered)
         self.replies.append(reply)

@@ -25,6 +25,10 @@ DEFAULT_DETECTORS: dict[str, DetectorFactory] = {
     "monologue": MonologueDetector,
 }
 
+FORGET_CALL_RECORDS: frozenset[type[Detector]] = frozenset({CycleDetector, MonologueDetector})
+"""Detectors whose `on_calls` keeps no record it is shown (these classes exactly, not subclasses):
+when only these see a turn's records, the loop fills the same records in with their results."""
+
 
 def default_detectors(disabled: Collection[str] = ()) -> list[DetectorFactory]:
     """The detectors an Agent uses when given none, minus those named in `disabled`."""
@@ -42,6 +46,7 @@ def build_detectors(factories: Sequence[DetectorFactory] | None, disabled: Colle
 
 __all__ = [
     "DEFAULT_DETECTORS",
+    "FORGET_CALL_RECORDS",
     "Budgets",
     "CycleDetector",
     "Detector",
