@@ -488,3 +488,88 @@ def test_a_record_shown_to_on_calls_is_filled_in_only_when_no_detector_can_keep_
         assert [r.result for r in run.state.records] == [r.result for r in plain.state.records]
         assert [r.executed for r in run.state.records] == [True] * 3
 
+def test_one_inline_call_started_here_is_what_run_many_gives() -> None:
+    """`Executor.start` makes a turn's one inline call without coroutines; its execution is the
+    one `run_many` makes (results, attempts) for a plain result, a raised error, a retried
+    failure and a write's failure not retried; an executor whose `run_many` is replaced (durable
+    runs) goes through it."""
+    import asyncio
+
+    from loopwarden.executor import Executor
+    from loopwarden.retry import RetryPolicy
+
+    def tools() -> list[Any]:
+        failures = iter([ConnectionError("reset"), None])
+
+        @tool(blocking=False)
+        def ok(path: str) -> str:
+            """Ok."""
+            return path
+
+        @tool(blocking=False)
+        def broken(path: str) -> str:
+            """Raises."""
+            raise ValueError(path)
+
+        @tool(blocking=False)
+        def flaky(path: str) -> str:
+            """Fails once, then answers."""
+            error = next(failures)
+            if error is not None:
+                raise error
+            return path
+
+        @tool(blocking=False, side_effect="write")
+        def write(path: str) -> str:
+            """A write that fails retryably."""
+            raise ConnectionError(path)
+
+        return [ok, broken, flaky, write]
+
+    async def nap(seconds: float) -> None:
+        return None
+
+    def executor() -> Executor:
+        return Executor(retry=RetryPolicy(max_attempts=3, base_delay=0.0), sleep=nap)
+
+    async def both() -> None:
+        for here, there in zip(tools(), tools(), strict=True):
+            started = executor().start([(here, here.args_model(path="p"))])
+            done = started if isinstance(started, list) else await started
+            general = await executor().run_many([(there, there.args_model(path="p"))])
+            assert [(e.result, e.attempts) for e in done] == [(e.result, e.attempts) for e in general]
+        wrapped, calls = executor(), []
+
+        async def run_many(jobs: Any) -> Any:
+            calls.append(jobs)
+            return []
+
+        wrapped.run_many = run_many  # type: ignore[method-assign]
+        ok = tools()[0]
+        started = wrapped.start([(ok, ok.args_model(path="p"))])
+        assert not isinstance(started, list) and await started == [] and len(calls) == 1
+
+    asyncio.run(both())
+
+
+def test_a_quick_call_reads_the_threads_waits_once_and_is_paced_as_with_two_readings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call within `INLINE_LIMIT_S` is quick whether it waited or not (`ToolPace.note`), so the
+    thread's waits are read after a call only when it was slow: the pace is the same."""
+    import loopwarden.tools as tools_module
+
+    for limit, readings_made, blocks in ((60.0, 1, False), (0.0, 2, True)):
+        readings = itertools.count()  # every reading says the thread waited since the last one
+        monkeypatch.setattr(tools_module, "_waits_so_far", lambda: next(readings))  # noqa: B023
+        monkeypatch.setattr(tools_module, "INLINE_LIMIT_S", limit)
+
+        @tool(name=f"quick_{readings_made}")
+        def quick() -> str:
+            """Quick."""
+            return "ok"
+
+        object.__setattr__(quick, "pace", tools_module.ToolPace())  # its own, whatever ran before
+        assert quick.call_inline(quick.args_model()) == "ok"
+        assert next(readings) == readings_made
+        assert (quick.pace.calls, quick.pace.blocks) == (1, blocks)

@@ -10,7 +10,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,11 +141,25 @@ class Executor:
     async def run(self, tool: Tool, arguments: BaseModel) -> Execution:
         """Attempt until a result is not retryable or the policy gives up (retry.py);
         deterministic failures return at once."""
+        if tool.runs_inline:  # a quick sync tool runs here and now: no coroutine to make for its attempt
+            done = self.run_inline(tool, arguments)
+            return done if isinstance(done, Execution) else await done
         started = time.perf_counter()
-        # A quick sync tool runs here and now: no coroutine to make for its attempt.
-        first = self._inline_attempt(tool, arguments) if tool.runs_inline else await self._attempt(tool, arguments)
+        first = await self._attempt(tool, arguments)
         if not first.retryable:  # the common call: nothing to retry, no retrier to set up
             return Execution(first, 1, (time.perf_counter() - started) * 1000)
+        return await self._retried(tool, arguments, first, started)
+
+    def run_inline(self, tool: Tool, arguments: BaseModel) -> Execution | Coroutine[Any, Any, Execution]:
+        """`run` for a tool that runs inline (`Tool.runs_inline`), without a coroutine of its own
+        when the first result needs no retry; else a coroutine that does the rest."""
+        started = time.perf_counter()
+        first = self._inline_attempt(tool, arguments)
+        if not first.retryable:
+            return Execution(first, 1, (time.perf_counter() - started) * 1000)
+        return self._retried(tool, arguments, first, started)
+
+    async def _retried(self, tool: Tool, arguments: BaseModel, first: ToolResult, started: float) -> Execution:
         if not tool.retried_automatically:  # a write may have done its work before it failed
             return Execution(_not_retried(tool, first), 1, (time.perf_counter() - started) * 1000)
         if self.rng is None:
@@ -156,6 +170,18 @@ class Executor:
         wall_ms = (time.perf_counter() - started) * 1000
         result = _gave_up(done.outcome, done.attempts) if done.gave_up else done.outcome
         return Execution(result, done.attempts, wall_ms)
+
+    def start(self, jobs: Sequence[tuple[Tool, BaseModel]]) -> list[Execution] | Coroutine[Any, Any, list[Execution]]:
+        """`run_many(jobs)`, for the loop: a turn's one call of a tool that runs inline is made
+        here and now, with no coroutine for it, `run_many` or `run` (the executions, or a coroutine
+        for the rest when it is to be retried); the general way when this executor's `run` or
+        `run_many` is not its class's own (durable/steps.py makes each execution a step)."""
+        if len(jobs) == 1 and type(self) is Executor and jobs[0][0].runs_inline:
+            own = self.__dict__
+            if "run" not in own and "run_many" not in own:
+                done = self.run_inline(*jobs[0])
+                return [done] if isinstance(done, Execution) else _one(done)
+        return self.run_many(jobs)
 
     async def run_many(self, jobs: Sequence[tuple[Tool, BaseModel]]) -> list[Execution]:
         """Run concurrently (bounded); results come back in the order proposed. A write is a
@@ -216,6 +242,10 @@ class Executor:
             return tool.to_result(raw)
         except Exception as error:  # a broken result parser is the tool's failure, not the run's
             return exception_result(tool, error)
+
+
+async def _one(execution: Coroutine[Any, Any, Execution]) -> list[Execution]:
+    return [await execution]
 
 
 def _batches(jobs: Sequence[tuple[Tool, BaseModel]]) -> list[list[tuple[Tool, BaseModel]]]:

@@ -345,7 +345,8 @@ class Run:
     async def _execute(self, runnable: list[Proposal]) -> None:
         token = current_context.set(RunContext(self.deps, self.run_id, self.turn))
         try:
-            executions = await self.executor.run_many([(p.tool, p.validated) for p in runnable])  # type: ignore[misc]
+            done = self.executor.start([(p.tool, p.validated) for p in runnable])  # type: ignore[misc]
+            executions = done if isinstance(done, list) else await done
         finally:
             current_context.reset(token)
         for p, execution in zip(runnable, executions, strict=True):

@@ -299,7 +299,8 @@ class Tool:
         try:
             return self.fn(**kwargs)
         finally:
-            self.pace.note(time.perf_counter() - began, waited=waits < 0 or _waits_so_far() > waits)
+            seconds = time.perf_counter() - began  # whether a quick call waited does not matter: not asked
+            self.pace.note(seconds, waited=seconds > INLINE_LIMIT_S and (waits < 0 or _waits_so_far() > waits))
 
     def to_result(self, raw: Any) -> ToolResult:
         if isinstance(raw, ToolResult):
