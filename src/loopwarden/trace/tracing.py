@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard
@@ -118,13 +119,49 @@ def _is_store(target: object) -> TypeGuard[RunStore]:
 
 def open_store(path: str, where: str) -> RunStore:
     """A store at `path`; a path that cannot hold one fails here, when the Agent is built, and
-    says which setting to fix (not on the first event of the first run)."""
+    says which setting to fix (not on the first event of the first run).
+
+    The store of a file is opened once and kept for the next Agent of the same file (an Agent
+    built per request or per run would otherwise open two connections, read the schema and
+    check the migrations each time) while the path is the same file: a store whose file was
+    deleted or replaced since is dropped, never written to again. Dropping it is safe for the
+    new file: SQLite (3.8.3 and later, unix VFS) neither checkpoints nor deletes the log by
+    name when the file a connection closes has moved (tests/test_trace_open.py)."""
+    import sqlite3
+
     from .store import RunStore
 
+    file = Path(path).expanduser()
+    key = os.path.abspath(file)
     try:
-        return RunStore(Path(path).expanduser())
+        with _stores_lock:
+            kept = _stores.pop(key, None)
+            if kept is not None and kept[0] is not None and kept[0] == _identity(key):
+                _stores[key] = kept  # the most recently used last
+                return kept[1]
+            store = RunStore(file)
+            if sqlite3.sqlite_version_info >= (3, 8, 3):  # older ones delete the new file's log on close
+                _stores[key] = (_identity(key), store)
+            while len(_stores) > KEPT_STORES:
+                del _stores[next(iter(_stores))]  # the least recently used: its connections close with it
+            return store
     except Exception as error:  # sqlite3.Error, OSError: either way the setting is wrong
         raise ConfigError(f"{where}: cannot open a run store at {path!r}: {error}") from error
+
+
+KEPT_STORES = 8
+"""Stores kept open for the next Agent of their file (each holds a connection per thread that used it)."""
+_stores: dict[str, tuple[tuple[int, int] | None, RunStore]] = {}
+_stores_lock = threading.Lock()
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """Which file `path` is now (None: there is none)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def default_trace_db(environ: Mapping[str, str] | None = None) -> Path:
