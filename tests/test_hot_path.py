@@ -488,6 +488,7 @@ def test_a_record_shown_to_on_calls_is_filled_in_only_when_no_detector_can_keep_
         assert [r.result for r in run.state.records] == [r.result for r in plain.state.records]
         assert [r.executed for r in run.state.records] == [True] * 3
 
+
 def test_one_inline_call_started_here_is_what_run_many_gives() -> None:
     """`Executor.start` makes a turn's one inline call without coroutines; its execution is the
     one `run_many` makes (results, attempts) for a plain result, a raised error, a retried
@@ -573,3 +574,38 @@ def test_a_quick_call_reads_the_threads_waits_once_and_is_paced_as_with_two_read
         assert quick.call_inline(quick.args_model()) == "ok"
         assert next(readings) == readings_made
         assert (quick.pace.calls, quick.pace.blocks) == (1, blocks)
+
+
+def test_events_built_in_order_share_a_fields_set_until_one_is_assigned_to() -> None:
+    """Events of one shape built in order share one fields-set (a set each cost its copy and a
+    collector's walk over it every step); pydantic adds to a fields-set in place only on
+    assignment, and an event then takes its own copy first: what every event says was set is
+    what it would say with a set of its own."""
+    import copy
+    import pickle
+
+    from loopwarden.events import ToolCallFinished
+
+    stamp = EventStamper("r")
+
+    def finished(turn: int) -> Any:
+        kind, run_id, seq, ts = stamp.head(ToolCallFinished)
+        fields = {"type": kind, "run_id": run_id, "seq": seq, "ts": ts, "turn": turn, "call_id": "c", "tool": "t",
+                  "ok": True, "error_type": None, "retryable": False, "message": None, "cached": False,
+                  "executed": True, "attempts": 1, "duration_ms": 0.5, "preview": "p",
+                  "checklist_done": []}  # fmt: skip
+        return stamp.built(ToolCallFinished, fields)
+
+    a, b, c = finished(1), finished(2), finished(3)
+    shared = a.model_fields_set
+    assert shared is b.model_fields_set is c.model_fields_set and shared == _as_validated(a).model_fields_set
+    before, dumped = set(shared), b.model_dump(exclude_unset=True)
+    b.type = "tool_call_finished"  # set by name: now counted as given, on b alone
+    assert b.model_fields_set == before | {"type"} and b.model_fields_set is not shared
+    assert shared == before and c.model_dump(exclude_unset=True) == {**dumped, "turn": 3, "seq": c.seq, "ts": c.ts}
+    changed = a.model_copy(update={"type": "tool_call_finished"})
+    assert changed.model_fields_set == before | {"type"} and shared == before
+    for again in (copy.copy(a), copy.deepcopy(a), pickle.loads(pickle.dumps(a))):
+        assert again == a and again.model_fields_set == before
+        again.turn = 9
+        assert shared == before

@@ -7,8 +7,7 @@ discriminated union, `RuntimeEvent`; `parse_event` reads them back, and any othe
 classes by subclassing `Event` and read them back with an `EventParser` given those classes.
 
 Events are validated wherever they are read (`parse_event`: JSON, SQLite, SSE) and built by
-`EventStamper`; the four events of every tool step are built by `EventStamper.trusted` from the
-loop's own checked values (names checked, values not re-validated: trusted.py).
+`EventStamper`; those of every tool step in field order from the loop's own values (trusted.py).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from typing import Annotated, Any, Literal, TypeVar, Union
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from .models.base import ClientNote, Usage
-from .trusted import in_order, trusted
+from .trusted import in_order, own_fields_set_first, trusted
 
 Status = Literal["completed", "degraded", "failed", "paused", "cancelled"]
 StopPolicy = Literal["degrade", "fail", "handoff"]
@@ -35,6 +34,7 @@ class Event(BaseModel):
     """The fields every event has. Unknown fields are an error: a misspelt field never passes."""
 
     model_config = ConfigDict(extra="forbid")
+    __setattr__ = own_fields_set_first  # built in order, one shape's events share a fields-set (trusted.py)
 
     type: str
     run_id: str

@@ -30,6 +30,21 @@ _set_extra = _slots["__pydantic_extra__"].__set__
 _set_private = _slots["__pydantic_private__"].__set__
 
 
+_shared: set[int] = set()
+"""The ids of the fields-sets `in_order` shares (each held by its plan for good: never reused)."""
+
+
+def own_fields_set_first(self: BaseModel, name: str, value: Any) -> None:
+    """`__setattr__` of a model whose in-order instances may share a fields-set (events): pydantic
+    adds the name to the fields-set in place on assignment, so the instance takes its own copy first."""
+    if id(self.__pydantic_fields_set__) in _shared:
+        _set_fields_set(self, set(self.__pydantic_fields_set__))
+    _setattr(self, name, value)
+
+
+_setattr = BaseModel.__setattr__
+
+
 class _Plan:
     __slots__ = ("defaults", "factories", "frozen", "names", "order", "required", "shapes", "unset")
 
@@ -43,8 +58,9 @@ class _Plan:
     ) -> None:
         self.names, self.required, self.defaults, self.factories = names, required, defaults, factories
         self.frozen = frozen
-        """A frozen model: `in_order`'s instances of one `unset` share their fields-set. pydantic adds
-        to a fields-set only on assignment (refused here) and copies it before `model_copy` adds."""
+        """A frozen model, or one whose assignment copies a shared fields-set first
+        (`own_fields_set_first`): `in_order`'s instances of one `unset` share their fields-set.
+        pydantic adds to a fields-set only on assignment and copies it before `model_copy` adds."""
         self.shapes: dict[tuple[str, ...], _Shape] = {}
         """Field names as a call site gives them (in its order) -> what checking them found."""
         self.order = tuple(defaults)
@@ -107,7 +123,8 @@ def _plan(cls: type[BaseModel]) -> _Plan | None:
             defaults[name] = field.default
         else:
             return None
-    return _Plan(frozenset(defaults), frozenset(required), defaults, tuple(factories), bool(config.get("frozen")))
+    shares = bool(config.get("frozen")) or cls.__setattr__ is own_fields_set_first
+    return _Plan(frozenset(defaults), frozenset(required), defaults, tuple(factories), shares)
 
 
 def trusted(cls: type[M], values: dict[str, Any]) -> M:
@@ -150,6 +167,7 @@ def in_order(cls: type[M], values: dict[str, Any], unset: tuple[str, ...] = ()) 
         if not set(unset) <= plan.names - plan.required or _given(cls, values, unset).keys() & set(unset):
             return trusted(cls, _given(cls, values, unset))
         given = plan.unset[unset] = set(plan.names.difference(unset))
+        _shared.add(id(given))
     instance = _new(cls)
     _set_dict(instance, values)
     _set_fields_set(instance, given if plan.frozen else set(given))
