@@ -124,8 +124,11 @@ def read_events(
     kept = len(out)
     for batch in batches:
         first = int(batch[0])
-        lines = batch[1].split("\n")
-        for seq, line in enumerate(lines[max(0, after_seq + 1 - first) :], max(first, after_seq + 1)):
+        skip = max(0, after_seq + 1 - first)
+        lines = batch[1].split("\n")[skip:]
+        if limit is not None:  # parse only what is returned (a durable step reads one event of a batch)
+            lines = lines[: limit - (len(out) - kept)]
+        for seq, line in enumerate(lines, first + skip):
             head = _HEAD.match(line)
             if head is not None:
                 out.append(StoredEvent(run_id=run_id, seq=seq, type=head[1], ts=float(head[2]), data=line))
