@@ -218,3 +218,32 @@ def test_any_event_content_round_trips(store: RunStore, text: str, args: dict[st
     store.append_event(run.id, _event(run.id, text=text, args=args))
     (event,) = store.events(run.id)
     assert getattr(event, "text", None) == text and getattr(event, "args", None) == args
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.tuples(st.integers(1, 4), st.integers(-2, 12)), min_size=1, max_size=8))
+def test_a_batch_is_numbered_after_the_runs_last_whatever_its_events_say(
+    store: RunStore, batches: list[tuple[int, int]]
+) -> None:
+    # Each batch's events numbered from `start` on, as a stamper of their own would: right when
+    # `start` follows the run's last (one writer), else not (two writers of a run, a stamper that
+    # started elsewhere): either way the store numbers them on from its last, with no gap or repeat.
+    run = store.create_run()
+    told = 0
+    for n, start in batches:
+        events = [_event(run.id, seq, n=told + i) for i, seq in enumerate(range(start, start + n))]
+        assert store.append_events(run.id, events) == list(range(told + 1, told + n + 1))
+        told += n
+        assert store.last_seq(run.id) == told
+    stored = store.events(run.id)
+    assert [e.seq for e in stored] == list(range(1, told + 1))
+    assert [getattr(e, "n", None) for e in stored] == list(range(told))
+
+
+def test_two_writers_of_one_run_never_share_a_number(store: RunStore) -> None:
+    run = store.create_run()
+    ours, theirs = EventStamper(run.id), EventStamper(run.id)  # each starts at 0: they collide
+    for i in range(4):
+        stamper = ours if i % 2 == 0 else theirs
+        store.append_events(run.id, [stamper(UnknownEvent, type="note", n=i) for _ in range(3)])
+    assert [e.seq for e in store.events(run.id)] == list(range(1, 13)) and store.last_seq(run.id) == 12
