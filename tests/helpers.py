@@ -38,6 +38,17 @@ def chromium_browser(args: list[str]) -> Iterator[Any]:
             browser.close()
 
 
+def fresh_context(browser: Any) -> Iterator[Any]:
+    """A new browser context (its own cookies, storage, cache and pages), closed afterwards: what a
+    freshly launched browser gave each test, without a launch (about 0.9 s of CPU each). Its
+    `new_page()` is the browser's. For a fixture: `yield from fresh_context(chromium)`."""
+    context = browser.new_context()
+    try:
+        yield context
+    finally:
+        context.close()
+
+
 @dataclass
 class Files:
     """The adapter tests' two tools as plain functions (each kit wraps them its framework's way):

@@ -4,7 +4,7 @@ of its own: tests/test_suite_groups.py checks it, and a conftest cannot be impor
 from __future__ import annotations
 
 # Tests that share an expensive module or session fixture (a whole report run, xelatex, a desktop
-# window): under xdist each group goes to one worker as one unit, so the fixture is built once.
+# window, a browser): under xdist each group goes to one worker as one unit, so the fixture is built once.
 # Handed out one test at a time, a module's tests landed on both workers and each built it
 # (test_report_pdf.py: 38 s twice on a loaded machine).
 # (xdist's own `loadgroup` cannot do this under pytest 9: it renames `item._nodeid`, gone.)
@@ -19,6 +19,8 @@ SHARED_SETUP_GROUPS: dict[str, tuple[str, ...]] = {
         "e2e/test_desktop_app.py",
         "e2e/test_proxy_fidelity.py",
         "e2e/test_server_bad_input.py",
+        "e2e/test_web_page.py",
+        "e2e/test_web_timeline.py",
         "test_server_sse.py",
         "test_report_tables_corpus.py",
         "test_report_attribute_names.py",
