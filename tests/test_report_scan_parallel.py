@@ -6,7 +6,9 @@ talks nonsense, the same result still."""
 from __future__ import annotations
 
 import io
+import marshal
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -297,8 +299,11 @@ def test_the_worker_walks_what_it_is_sent_and_hands_back_what_it_has_not_started
         channel = Channel(worker.stdout.fileno(), worker.stdin.fileno())
         assert channel.recv() == ("I",)
         sent = [(os.path.join(tree, f"run{i:02d}"), f"run{i:02d}/") for i in (8, 9, 10, 11)]
-        channel.send(("W", sent))
-        channel.send(("T",))
+        # One write for both, as the scanning process's back-to-back sends can arrive: two writes
+        # would race the worker (under load it could list run08 before the request came).
+        both = b"".join(len(data).to_bytes(8, "little") + data for data in map(marshal.dumps, [("W", sent), ("T",)]))
+        assert len(both) <= select.PIPE_BUF  # a pipe write this size lands whole: one read takes both
+        os.write(worker.stdin.fileno(), both)
         messages = [channel.recv() for _ in range(4)]
         assert messages[0] == ("G", sent[2:])
         assert [m[:2] for m in messages[1:]] == [("R", "run08/"), ("R", "run09/"), ("I",)]
