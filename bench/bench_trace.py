@@ -53,6 +53,13 @@ def once(rounds: int, db: Path | None, waits: bool = False) -> tuple[float, floa
 
 def runs(count: int, rounds: int, traced: bool, waits: bool) -> None:
     """`count` runs in this process, one store for all (as callgrind runs them)."""
+    # Under callgrind a quick tool call takes ~50 times as long: on a loaded machine one could pass
+    # INLINE_LIMIT_S and go to a worker thread for good, which changes when the recorder commits
+    # (a run that waits on a thread is a commit) and moved counts by ~1 M a run. Lifted, as
+    # bench_step.py does, so each count is the zero-latency run the bench describes.
+    import loopwarden.tools
+
+    loopwarden.tools.INLINE_LIMIT_S = 60.0
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(count):
             once(rounds, Path(tmp) / "runs.db" if traced else None, waits=waits)
