@@ -68,3 +68,29 @@ def test_trace_list_names_the_runs_of_a_store_newest_first(tmp_path: Path) -> No
     for bad in (tmp_path / "none.db", tmp_path / "junk.db"):
         refused = cli.invoke(app, ["trace", "list", "--db", str(bad)])
         assert refused.exit_code == 2 and "Traceback" not in refused.output
+
+
+def test_every_trace_command_and_serve_refuse_a_store_a_newer_loopwarden_wrote_in_one_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from loopwarden.cli import build_app
+    from loopwarden.trace.migrations import MIGRATIONS, Migration
+
+    state = tmp_path / "state"
+    db = state / "runs.db"
+    extra = Migration(len(MIGRATIONS) + 1, "add a column", "ALTER TABLE runs ADD COLUMN owner TEXT;")
+    RunStore(db, migrations=(*MIGRATIONS, extra)).create_run(run_id="r", status="running")
+    (tmp_path / "junk.db").write_text("not sqlite")
+    app, cli = build_app(), CliRunner()
+    out = tmp_path / "r.jsonl"
+    for command in (["list"], ["export", "r", "-o", str(out)], ["show", "r"]):
+        for store, said in ((db, "newer than this loopwarden's"), (tmp_path / "junk.db", "not a readable run store")):
+            refused = cli.invoke(app, ["trace", *command, "--db", str(store)])
+            assert refused.exit_code == 2 and said in refused.output and "Traceback" not in refused.output, command
+    assert not out.exists()
+    served = subprocess.run(
+        [sys.executable, "-m", "loopwarden.cli", "serve", "--state-dir", str(state), "--port", "0"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert served.returncode == 2 and "Traceback" not in served.stderr
+    assert "error: the run store at" in served.stderr and "newer than this loopwarden's" in served.stderr

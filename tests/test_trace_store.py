@@ -247,3 +247,21 @@ def test_two_writers_of_one_run_never_share_a_number(store: RunStore) -> None:
         stamper = ours if i % 2 == 0 else theirs
         store.append_events(run.id, [stamper(UnknownEvent, type="note", n=i) for _ in range(3)])
     assert [e.seq for e in store.events(run.id)] == list(range(1, 13)) and store.last_seq(run.id) == 12
+
+
+def test_a_store_a_newer_loopwarden_wrote_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
+    # Read by an older version, a newer layout would look empty (migration 4 moved events into
+    # batch rows that version 3 never reads): refused by name instead, the store untouched.
+    from loopwarden.errors import ConfigError
+
+    path = tmp_path / "runs.db"
+    extra = Migration(len(MIGRATIONS) + 1, "add a column", "ALTER TABLE runs ADD COLUMN owner TEXT;")
+    newer = RunStore(path, migrations=(*MIGRATIONS, extra))
+    newer.create_run(run_id="r", status="running")
+    newer.close()
+    with pytest.raises(ConfigError) as refused:
+        RunStore(path)
+    assert f"schema version {extra.version}, newer than this loopwarden's {len(MIGRATIONS)}" in str(refused.value)
+    assert str(path) in str(refused.value)
+    again = RunStore(path, migrations=(*MIGRATIONS, extra))
+    assert again.schema_version() == extra.version and again.get_run("r").status == "running"

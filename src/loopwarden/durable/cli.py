@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from ..errors import ConfigError
 from .database import DATABASE_URL_ENV, Database, DatabaseError
 
 
@@ -38,7 +39,7 @@ def register(app: typer.Typer) -> None:
         except ModuleNotFoundError as error:
             typer.echo(f"error: durable runs need the durable extra ({error.name} is missing)", err=True)
             raise typer.Exit(2) from None
-        except DatabaseError as error:
+        except (DatabaseError, ConfigError) as error:  # ConfigError: a store a newer loopwarden wrote
             typer.echo(f"error: {error}", err=True)
             raise typer.Exit(2) from None
         stop = threading.Event()

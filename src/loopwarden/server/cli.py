@@ -67,7 +67,15 @@ def register(app: typer.Typer) -> None:
         try:
             application = create_app(settings, load_job(job) if job else None)
         except Exception as error:
-            if type(error).__name__ != "DatabaseError":  # durable/database.py: already one clear line
+            import sqlite3
+
+            from ..errors import ConfigError
+
+            # durable/database.py's DatabaseError and a ConfigError (a store a newer loopwarden
+            # wrote) are already one clear line; a file that is no SQLite store gets one.
+            if isinstance(error, sqlite3.Error):
+                error = ValueError(f"{settings.db_path} is not a readable run store: {error}")
+            elif not isinstance(error, ConfigError) and type(error).__name__ != "DatabaseError":
                 raise
             typer.echo(f"error: {error}", err=True)
             raise typer.Exit(2) from None

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -13,21 +13,36 @@ from rich.table import Table
 from ..events import Event
 from .summary import TraceSummary, summarise_trace
 
+if TYPE_CHECKING:
+    from .store import RunStore
+
 EXIT_USAGE = 2
+
+
+def _store(db: Path) -> RunStore:
+    """The run store at `db`; ValueError (a ConfigError is one) with what is wrong, never a traceback:
+    no file, not a store, or a store a newer loopwarden wrote."""
+    import sqlite3
+
+    from .store import RunStore
+
+    if not db.is_file():
+        raise ValueError(f"no run store at {db}")
+    try:
+        return RunStore(db)
+    except sqlite3.Error as error:
+        raise ValueError(f"{db} is not a readable run store: {error}") from None
 
 
 def _load(trace: str, db: Path | None) -> list[Event]:
     from .jsonl import read_jsonl
-    from .store import RunStore
 
     path = Path(trace)
     if db is None:
         if not path.is_file():
             raise ValueError(f"no trace file {trace!r} (give --db to read a run id from a store)")
         return read_jsonl(path)
-    if not db.is_file():
-        raise ValueError(f"no run store at {db}")
-    events = RunStore(db).events(trace)
+    events = _store(db).events(trace)
     if not events:
         raise ValueError(f"no events for run {trace!r} in {db}")
     return events
@@ -82,15 +97,13 @@ def register(app: typer.Typer) -> None:
         import sqlite3
         import time
 
-        from .store import RunStore
-
-        if not db.is_file():
-            typer.echo(f"no run store at {db}", err=True)
-            raise typer.Exit(EXIT_USAGE)
         try:
-            runs = RunStore(db).list_runs(limit=limit)
+            runs = _store(db).list_runs(limit=limit)
         except sqlite3.Error as error:  # not a run store: say so, never a traceback
             typer.echo(f"{db} is not a readable run store: {error}", err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+        except ValueError as error:
+            typer.echo(str(error), err=True)
             raise typer.Exit(EXIT_USAGE) from None
         table = Table()
         for column in ("run id", "started", "kind", "model", "status", "stop reason", "model calls"):
@@ -110,12 +123,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write a stored run's events as JSON lines, exactly as committed."""
         from .jsonl import export_run
-        from .store import RunStore
 
-        if not db.is_file():
-            typer.echo(f"no run store at {db}", err=True)
-            raise typer.Exit(EXIT_USAGE)
-        count = export_run(RunStore(db), run_id, out)
+        try:
+            store = _store(db)
+        except ValueError as error:
+            typer.echo(str(error), err=True)
+            raise typer.Exit(EXIT_USAGE) from None
+        count = export_run(store, run_id, out)
         if count == 0:
             out.unlink(missing_ok=True)
             typer.echo(f"no events for run {run_id!r} in {db}", err=True)

@@ -126,6 +126,10 @@ class PostgresRunStore(RunStore):
             raise
         conn.conn.execute("COMMIT")
 
+    @property
+    def where(self) -> str:
+        return "on Postgres"  # not the URL: it may hold a password
+
     def migrate(self, migrations: Sequence[Migration] = MIGRATIONS) -> int:
         with self._write() as tx:  # the first start of several processes at once: one creates the table
             tx.execute(

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..errors import ConfigError
 from ..errors import RunNotFound as RunNotFound  # its home is loopwarden.errors
 from ..events import Event
 from . import checkpoint
@@ -154,6 +155,14 @@ class RunStore:
         # Read without the write lock first: a version once applied stays applied, so a store
         # opened again (a traced run opens one each) takes no write transaction at all.
         applied = {int(row[0]) for row in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+        known = max((m.version for m in migrations), default=0)
+        if applied and max(applied) > known:
+            # A newer loopwarden changed where things are kept (migration 4 moved events into
+            # batch rows): read with this one, its runs would look empty, and writes would mix.
+            raise ConfigError(
+                f"the run store {self.where} has schema version {max(applied)}, newer than this"
+                f" loopwarden's {known}: it was written by a newer loopwarden; upgrade this one to use it"
+            )
         for migration in sorted(migrations, key=lambda m: m.version):
             if migration.version in applied:
                 continue
@@ -168,6 +177,11 @@ class RunStore:
                     (migration.version, migration.name, time.time()),
                 )
         return self.schema_version()
+
+    @property
+    def where(self) -> str:
+        """The store as an error message names it."""
+        return f"at {self.path}"
 
     def schema_version(self) -> int:
         row = self._connection().execute("SELECT MAX(version) FROM schema_migrations").fetchone()
