@@ -1,15 +1,19 @@
 """Draft validation: a draft is accepted only if it is a complete LaTeX document with no
 tool-call markup that (where xelatex exists) compiles; otherwise the model is reinforced and
-asked again, at most three times, and then a clear failure event follows."""
+asked again, at most three times (`draft_attempts`), and then a clear failure event follows."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
+from typer.testing import CliRunner
 
 from helpers import require_binary
+from loopwarden.cli import build_app
 from loopwarden.models import ModelRequest, ScriptedModel
+from loopwarden.report.config import DRAFT_ATTEMPTS, ReportConfig
 from loopwarden.report.events import DraftFailed, DraftRejected
 from loopwarden.report.write.draft import documentclass_problem, extract_latex, leak_problem
 from reportkit import collect, finished, milestones, terminal_states
@@ -84,6 +88,27 @@ async def test_three_invalid_drafts_give_a_clear_failure_event(tmp_path: Path) -
     done = finished(events)
     assert done.status == "degraded" and "draft_failed" in done.stop_reasons
     assert terminal_states(events)[-1][0] == milestones(events)[0].total
+
+
+async def test_draft_attempts_bounds_the_drafts_asked_for(tmp_path: Path) -> None:
+    writer = ScriptedModel([DSML, "I cannot do that without tools.", VALID_TEX], name="writer")
+    events = await collect(tmp_path, writer=writer, draft_attempts=2)
+    assert [e.attempt for e in events if isinstance(e, DraftRejected)] == [1, 2]
+    assert all(e.max_attempts == 2 for e in events if isinstance(e, DraftRejected))
+    failed = [e for e in events if isinstance(e, DraftFailed)]
+    assert len(failed) == 1 and failed[0].attempts == 2 and "2 attempt" in failed[0].message
+    assert writer.calls == 2, "no third draft is requested"
+    assert finished(events).status == "degraded"
+
+
+def test_draft_attempts_below_one_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="draft_attempts"):
+        ReportConfig(data_dir=tmp_path, out_dir=tmp_path / "out", draft_attempts=0)
+    app = build_app()
+    refused = CliRunner().invoke(app, ["report", str(tmp_path), "--draft-attempts", "0"])
+    assert refused.exit_code == 2 and "--draft-attempts" in refused.output
+    shown = CliRunner().invoke(app, ["report", "--help"], env={"COLUMNS": "200"}).output
+    assert f"(default {DRAFT_ATTEMPTS})" in " ".join(shown.split())  # the help's number is the config's
 
 
 async def test_three_invalid_drafts_under_strict_fail_the_run(tmp_path: Path) -> None:

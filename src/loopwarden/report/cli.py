@@ -62,6 +62,10 @@ def register(app: typer.Typer) -> None:
         approve_code: Annotated[
             bool, _flag("--approve-code", "Ask y/n before model-written figure code runs (no TTY or --json: deny).")
         ] = False,
+        draft_attempts: Annotated[
+            int | None,
+            typer.Option(min=1, help="Drafts asked of the model before the offline writer's is used (default 3)."),
+        ] = None,
     ) -> None:
         """Explore a data folder and write the report (report.tex, report.pdf, report.md).
 
@@ -70,7 +74,7 @@ def register(app: typer.Typer) -> None:
         code = run_command(
             data_dir, out, template=template, lang=lang, preset=preset, model=model, base_url=base_url,
             config_file=config_file, offline=offline, strict=strict, pdf=not no_pdf, json_lines=json_lines,
-            allow_rlimits_only=allow_rlimits_only, approve_code=approve_code,
+            allow_rlimits_only=allow_rlimits_only, approve_code=approve_code, draft_attempts=draft_attempts,
         )  # fmt: skip
         raise typer.Exit(code)
 
@@ -91,6 +95,7 @@ def run_command(
     json_lines: bool = False,
     allow_rlimits_only: bool = False,
     approve_code: bool = False,
+    draft_attempts: int | None = None,
 ) -> int:
     from ..models.config import ConfigError, load_endpoint_config
     from .config import ReportConfig, ReportInputError, validate_report_config
@@ -113,6 +118,8 @@ def run_command(
             pdf=pdf,
             allow_rlimits_only=allow_rlimits_only,
             approve_code=approve_code,
+            # None: ReportConfig's default (config.py is imported here, not when the CLI loads)
+            **({} if draft_attempts is None else {"draft_attempts": draft_attempts}),
         )
         validate_report_config(config)
     except (ReportInputError, ConfigError) as error:

@@ -12,11 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ..errors import LoopwardenError
 from ..models.config import EndpointConfig
 from .templates import TemplateError, load_template
+
+DRAFT_ATTEMPTS = 3
+"""Drafts asked of the model by default before the offline writer's report is used (`draft_attempts`)."""
 
 
 class ReportInputError(LoopwardenError, ValueError):
@@ -45,6 +48,9 @@ class ReportConfig(BaseModel):
     """Compile with xelatex when it is installed; False = the .tex is the deliverable."""
     compile_timeout: float = 180.0
     """Seconds for one xelatex or bibliography-tool pass."""
+    draft_attempts: int = Field(DRAFT_ATTEMPTS, ge=1)
+    """Drafts asked of the model (each rejected one told why) before the offline writer's report is
+    used, or the run fails under `strict` (`--draft-attempts`)."""
 
 
 def validate_report_config(config: ReportConfig) -> None:

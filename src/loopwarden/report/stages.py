@@ -309,7 +309,13 @@ def _new_writing(ctx: Context) -> Writing:
         from ..models.config import default_prices
 
         session.prices = default_prices(ctx.config.endpoint)
-    return Writing(inp=inp, session=session, offline=writer is None, strict=ctx.config.strict)
+    return Writing(
+        inp=inp,
+        session=session,
+        offline=writer is None,
+        strict=ctx.config.strict,
+        draft_attempts=ctx.config.draft_attempts,
+    )
 
 
 class _NoModel:

@@ -19,12 +19,12 @@ from ...models.base import Message, Model, ModelError, ModelRequest, Usage
 from ...models.budget import estimate_text_tokens, estimate_tokens
 from ...models.markup import find_markup, has_markup
 from ...verify import Verifier, first_failure
+from ..config import DRAFT_ATTEMPTS
 from ..events import DraftFailed, DraftRejected
 from ..plan import Toolchain
 from .compile import check_compiles
 from .offline_writer import WriterInput, skeleton
 
-MAX_ATTEMPTS = 3
 STAGE_MAX_TOKENS = {"draft": 3072, "revision": 3072, "repair": 3072, "review": 768}
 """The most a model may write per call, by stage: a weak model otherwise writes until the
 context is full, and a timed-out call keeps the server generating."""
@@ -167,7 +167,7 @@ class Outcome:
 
 
 async def latex_with_retries(
-    session: Session, stage: str, messages: list[Message], outcome: Outcome, *, max_attempts: int = MAX_ATTEMPTS
+    session: Session, stage: str, messages: list[Message], outcome: Outcome, *, max_attempts: int = DRAFT_ATTEMPTS
 ) -> AsyncIterator[Event]:
     """Ask until a reply is acceptable LaTeX; `outcome.tex` is None after `max_attempts` failures."""
     messages = list(messages)

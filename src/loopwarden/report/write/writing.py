@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ...events import Event
 from ...models.base import Message
+from ..config import DRAFT_ATTEMPTS
 from ..events import CitationsRemoved, CompileError, ReflectionVerdict
 from .bib import Source, bibtex_entries, check_citations, with_bibliography
 from .compile import compile_tex
@@ -36,6 +37,7 @@ class Writing:
     session: Session
     offline: bool
     strict: bool = False
+    draft_attempts: int = DRAFT_ATTEMPTS
     tex: str = ""
     drafted_by: str = "offline writer"
     failures: list[str] = field(default_factory=list)
@@ -65,7 +67,7 @@ async def draft(w: Writing) -> AsyncIterator[Event]:
     outcome = Outcome()
     budget = w.session.prompt_budget(DRAFT_PROMPT_SHARE)
     messages = draft_messages(w.inp, w.sources_for_model, budget)
-    async for event in latex_with_retries(w.session, "draft", messages, outcome):
+    async for event in latex_with_retries(w.session, "draft", messages, outcome, max_attempts=w.draft_attempts):
         yield event
     if outcome.tex is not None:
         w.tex, w.drafted_by = outcome.tex, w.session.model.name
