@@ -283,3 +283,45 @@ async def test_shutdown_interrupts_runs_in_progress(make_app: AppFactory, client
     run = app.state.store.get_run(run_id)
     assert run.status == "interrupted"
     assert [e.type for e in app.state.store.events(run_id)] == ["run_queued", "milestone", "run_interrupted"]
+
+
+IMPORT_PROBE = """
+import sys
+from loopwarden.server.jobs import RunRequest, build_job_config, report_installed
+
+data = sys.argv[1]
+config = build_job_config(RunRequest(data_dir=data, out_dir=data + "-out", template="brief", strict=True))
+print(type(config).__name__, config.template, config.strict, report_installed())
+print("pipeline imported:", "loopwarden.report.pipeline" in sys.modules or "pandas" in sys.modules)
+
+sys.modules["pandas"] = None  # as if the report extra were missing
+try:
+    import loopwarden.report.pipeline
+except ModuleNotFoundError as error:
+    print("without pandas:", error.name)
+for name in [m for m in sys.modules if m.startswith("loopwarden.report") or m == "pandas"]:
+    del sys.modules[name]
+for name in ("pypdf", "docx", "openpyxl", "matplotlib", "duckdb", "clevercsv"):  # the rest of the extra
+    sys.modules[name] = None
+import loopwarden.report.pipeline
+print("with pandas alone: imported")
+"""
+
+
+def test_a_run_config_is_built_without_the_pipeline_which_needs_only_pandas_to_import(root: Path) -> None:
+    """`build_job_config` asks whether the report pipeline is installed by looking for pandas, without
+    importing it (a server running another job never needs it): pandas is what its import needs
+    beyond the core, and all it needs of the report extra."""
+    import subprocess
+    import sys
+
+    probe = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE, str(root / "exp1")], capture_output=True, text=True, timeout=120
+    )
+    assert probe.returncode == 0, probe.stderr[-3000:]
+    assert probe.stdout.splitlines() == [
+        "ReportConfig brief True True",
+        "pipeline imported: False",
+        "without pandas: pandas",
+        "with pandas alone: imported",
+    ]

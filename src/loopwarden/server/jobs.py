@@ -5,6 +5,7 @@ even where the report extra is not installed."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -60,10 +61,11 @@ class InvalidRun(LoopwardenError, ValueError):
 def build_job_config(request: RunRequest) -> Any:
     """The report pipeline's `ReportConfig` when that pipeline is installed, else the request itself
     (what injected test jobs receive)."""
-    try:
-        pipeline = importlib.import_module("loopwarden.report.pipeline")
-    except ModuleNotFoundError:
+    if not report_installed():
         return request
+    # report.config, not the pipeline: a server running another job (`--job`) would import pandas
+    # and the rest of the pipeline (about 0.5 s of CPU) only to build this; the report job has them.
+    report_config = importlib.import_module("loopwarden.report.config")
     endpoint = None
     if not request.model.empty():
         config_module = importlib.import_module("loopwarden.models.config")
@@ -74,7 +76,7 @@ def build_job_config(request: RunRequest) -> Any:
             )
         except ValueError as error:
             raise InvalidRun(str(error)) from error
-    config = pipeline.ReportConfig(
+    config = report_config.ReportConfig(
         data_dir=request.data_dir,
         out_dir=request.out_dir,
         template=request.template,
@@ -83,7 +85,7 @@ def build_job_config(request: RunRequest) -> Any:
         strict=request.strict,
         approve_code=request.approve_code,
     )
-    validate = getattr(pipeline, "validate_report_config", None)
+    validate = getattr(report_config, "validate_report_config", None)
     if validate is not None:
         try:
             validate(config)
@@ -94,6 +96,12 @@ def build_job_config(request: RunRequest) -> Any:
                 raise InvalidRun(str(error)) from error
             raise
     return config
+
+
+def report_installed() -> bool:
+    """Whether the report pipeline imports, asked without importing it: beyond the core
+    dependencies it needs only pandas (the report extra) at import (tests/test_server_api.py)."""
+    return importlib.util.find_spec("pandas") is not None
 
 
 def report_job() -> Job:
