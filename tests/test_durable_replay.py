@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from durable_kit import needs_durable
 from loopwarden.events import EventStamper
 from loopwarden.report.events import Milestone, ScanDone
 from loopwarden.trace.store import RunStore
 
-pytest.importorskip("dbos", reason="the durable extra is not installed")
-
-from loopwarden.durable.workflow import EventRecorder, ReplayDiverged
+pytestmark = needs_durable
+# loopwarden.durable.workflow is imported in the tests: it imports dbos, which every xdist worker
+# would otherwise import at collection (durable_kit.needs_durable).
 
 
 def stored_run(tmp_path: Path) -> tuple[RunStore, str]:
@@ -29,6 +30,8 @@ def stored_run(tmp_path: Path) -> tuple[RunStore, str]:
 async def test_a_replay_skips_what_is_stored_and_continues_after_it(tmp_path: Path) -> None:
     store, run_id = stored_run(tmp_path)
     stamp = EventStamper(run_id)
+    from loopwarden.durable.workflow import EventRecorder
+
     recorder = EventRecorder(store, run_id)
     await recorder.record(stamp(Milestone, index=1, total=2, stage="scan", state="started"))
     await recorder.record(stamp(ScanDone, scan={"files": 1}))
@@ -39,6 +42,8 @@ async def test_a_replay_skips_what_is_stored_and_continues_after_it(tmp_path: Pa
 async def test_a_replay_that_differs_from_the_stored_events_stops(tmp_path: Path) -> None:
     store, run_id = stored_run(tmp_path)
     stamp = EventStamper(run_id)
+    from loopwarden.durable.workflow import EventRecorder, ReplayDiverged
+
     recorder = EventRecorder(store, run_id)
     await recorder.record(stamp(Milestone, index=1, total=2, stage="scan", state="started"))
     with pytest.raises(ReplayDiverged, match="replayed a milestone event where event 2 was a scan_done"):

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("dbos", reason="the durable extra is not installed")
+from durable_kit import needs_durable
+
+pytestmark = needs_durable
 
 
 def closed_port() -> int:

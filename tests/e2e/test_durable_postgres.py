@@ -24,6 +24,7 @@ from durable_kit import (
     demo_folder,
     finished,
     fresh_database,
+    needs_durable,
     read_log,
     run_status,
     serve,
@@ -33,7 +34,7 @@ from durable_kit import (
     worker,
 )
 
-pytest.importorskip("dbos", reason="the durable extra is not installed")
+pytestmark = needs_durable
 
 
 def executions(log: Path) -> Counter[tuple[str, int, str]]:

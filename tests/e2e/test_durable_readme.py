@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 
 import httpx
-import pytest
 
-from durable_kit import HTTP, env_for, fresh_database, log_tail, spawn, stop, wait_for
+from durable_kit import HTTP, env_for, fresh_database, log_tail, needs_durable, spawn, stop, wait_for
 from server_jobs import free_port
 
-pytest.importorskip("dbos", reason="the durable extra is not installed")
+pytestmark = needs_durable
 README = Path(__file__).resolve().parents[2] / "README.md"
 HEADING = "### Durable runs"
 

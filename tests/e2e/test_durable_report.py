@@ -17,13 +17,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from durable_kit import comparable, finished, serve, stored_events, submit, wait_for
+from durable_kit import comparable, finished, needs_durable, serve, stored_events, submit, wait_for
 from openai_server import Reply, ScriptedServer, completion, tool_call, usage
 from reportkit import make_folder, write_png
 
-pytest.importorskip("dbos", reason="the durable extra is not installed")
+pytestmark = needs_durable
 
 MODEL = "scripted-model"
 DSML = '<｜DSML｜function_calls><｜DSML｜invoke name="read_file"></｜DSML｜invoke></｜DSML｜function_calls>'

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from durable_kit import demo_folder, fresh_database, read_log, serve, stored_events, submit, worker
+from durable_kit import demo_folder, fresh_database, needs_durable, read_log, serve, stored_events, submit, worker
 
-pytest.importorskip("dbos", reason="the durable extra is not installed")
+pytestmark = needs_durable
 RUNS = 100
 GLOBAL_LIMIT = 4  # durable_kit.serve passes --concurrency 4: the queue's limit across all workers
 

@@ -15,11 +15,9 @@ import re
 import signal
 from pathlib import Path
 
-import pytest
+from durable_kit import demo_folder, finished, fresh_database, needs_durable, read_log, serve, submit, wait_for, worker
 
-from durable_kit import demo_folder, finished, fresh_database, read_log, serve, submit, wait_for, worker
-
-pytest.importorskip("dbos", reason="the durable extra is not installed")
+pytestmark = needs_durable
 
 RUN_KEY = "sk-per-run-0d6f1c2b9e8a47c3b5f0"
 ENV_KEY = "sk-from-env-7a41e09c3d2b4f18a6c5"

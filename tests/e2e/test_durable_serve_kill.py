@@ -10,11 +10,19 @@ import signal
 from collections import Counter
 from pathlib import Path
 
-import pytest
+from durable_kit import (
+    comparable,
+    demo_folder,
+    finished,
+    needs_durable,
+    read_log,
+    serve,
+    stored_events,
+    submit,
+    wait_for,
+)
 
-from durable_kit import comparable, demo_folder, finished, read_log, serve, stored_events, submit, wait_for
-
-pytest.importorskip("dbos", reason="the durable extra is not installed")
+pytestmark = needs_durable
 
 
 def test_a_killed_server_resumes_the_run_without_repeating_steps(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from durable_kit import (
     finished,
     fresh_database,
     log_tail,
+    needs_durable,
     read_log,
     run_status,
     serve,
@@ -31,7 +32,7 @@ from durable_kit import (
     worker,
 )
 
-pytest.importorskip("dbos", reason="the durable extra is not installed")
+pytestmark = needs_durable
 
 
 def executions(log: Path) -> Counter[tuple[str, int, str]]:
