@@ -160,13 +160,24 @@ def _report(config: dict[str, Any], status: dict[str, Any]) -> NoReturn:
     os._exit(0)
 
 
-def main() -> int:
-    config = json.loads(sys.stdin.read())
+def main(imported: dict[str, Any] | None = None) -> int:
+    """`imported`: the plotting stack, when this process was forked by the figure zygote (which
+    imported it once); the config then also names the environment the spawn path would give."""
+    with os.fdopen(0, "rb", closefd=False) as stdin:
+        config = json.loads(stdin.read())
+    if imported is not None:
+        # What a spawned child has: the config's environment, plus the LC_CTYPE Python's locale
+        # coercion set at start (the zygote started with the same environment, so the same one).
+        coerced = {key: value for key, value in os.environ.items() if key == "LC_CTYPE"}
+        os.environ.clear()
+        os.environ.update({**coerced, **config["env"]})
     os.chdir(config["workdir"])
     status: dict[str, Any]
     try:
         _limits(config)
-        stack = _import_stack()
+        stack = imported if imported is not None else _import_stack()
+        if imported is not None:  # forked children would otherwise share the zygote's random state
+            stack["np"].random.seed()
         guard = _load_module("_lw_paths", config["paths_module"]).PathGuard(config["data_root"])
         _isolate(config)
     except Exception as error:

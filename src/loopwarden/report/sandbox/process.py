@@ -53,6 +53,8 @@ class ChildResult:
     limit: str | None = None
     """The first limit the child broke (output, status channel, or one a watcher reported)."""
     pgid_gone: bool = True
+    unreported: bool = False
+    """The child's exit status never came (its figure zygote died while it ran)."""
 
 
 Watcher = Callable[[], str | None]
@@ -152,7 +154,11 @@ async def _drain(
             on_cap()
 
 
-async def _drain_fd(fd: int, capture: Capture, cap: int, on_cap: Callable[[], None]) -> None:
+async def _drain_fd(
+    fd: int, capture: Capture, cap: int, on_cap: Callable[[], None], shared: list[int] | None = None
+) -> None:
+    """Read a pipe to EOF; `shared` counts bytes across pipes that share one cap (stdout + stderr)."""
+    counted = shared if shared is not None else [0]
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=CHUNK)
     pipe = os.fdopen(fd, "rb", buffering=0)
@@ -160,7 +166,8 @@ async def _drain_fd(fd: int, capture: Capture, cap: int, on_cap: Callable[[], No
     try:
         while chunk := await reader.read(CHUNK):
             capture.add(chunk)
-            if capture.total > cap:
+            counted[0] += len(chunk)
+            if counted[0] > cap:
                 on_cap()
     finally:
         transport.close()

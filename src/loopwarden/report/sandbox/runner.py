@@ -6,6 +6,11 @@ its whole process group, and OS isolation: Landlock (read-only data and Python; 
 staging folder inside the run's output folder) + seccomp (no sockets, no exec, no new processes),
 or bubblewrap. The runtime saves the figure; the host reads back only the file it named, checks
 it is a regular PNG, and never unpickles anything from the child.
+
+Under Landlock (and rlimits-only) the child is forked by the process's figure zygote, which
+imported the plotting stack once (forkserver.py, zygote.py), and from the fork on does exactly
+what a spawned child does; under bubblewrap, or when the zygote cannot start or dies, each figure
+spawns `python -I child.py` as before.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any
 
 from ..folder import paths as paths_module
 from . import child as child_module
-from . import fontcache
+from . import fontcache, forkserver
 from . import oslayers as oslayers_module
 from .isolation import Isolation
 from .process import ChildResult, ChildSpec, run_child, signal_name
@@ -108,10 +113,7 @@ class FigureSandbox:
             return FigureOutcome(False, message, "code_rejected", problems=problems)
         self._count += 1
         staging = self.out_dir / ".sandbox" / f"fig{self._count}"
-        shutil.rmtree(staging, ignore_errors=True)
-        (staging / "work").mkdir(parents=True)
-        (staging / "mpl").mkdir()
-        await asyncio.to_thread(fontcache.seed, staging / "mpl", FONT_READABLE + python_paths())
+        _fresh(staging)
         try:
             return await self._run_child(code, safe_filename(filename), staging, tables or {})
         finally:
@@ -156,15 +158,9 @@ class FigureSandbox:
     async def _run_child(
         self, code: str, filename: str, staging: Path, tables: dict[str, dict[str, Any]]
     ) -> FigureOutcome:
-        env = {
-            "MPLCONFIGDIR": str(staging / "mpl"),
-            "MPLBACKEND": "Agg",
-            "OPENBLAS_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-        }
+        env = {"MPLCONFIGDIR": str(staging / "mpl"), **CHILD_ENV}
         nonce = secrets.token_hex(16)
-        config = self._config(code, staging, tables)
+        config = {**self._config(code, staging, tables), "env": env, "nonce": nonce}
         limits = self.limits
         spec = ChildSpec(
             argv=self._argv(staging),
@@ -175,7 +171,10 @@ class FigureSandbox:
             status_channel=True,
             watcher=StagingWatch(staging, limits.staging_bytes, limits.staging_files).check,
         )
-        result = await run_child(spec, lambda fd: json.dumps({**config, "status_fd": fd, "nonce": nonce}).encode())
+        result = await self._forked(spec, config) if self.uses_zygote else None
+        if result is None:
+            await asyncio.to_thread(fontcache.seed, staging / "mpl", FONT_READABLE + python_paths())
+            result = await run_child(spec, lambda fd: json.dumps({**config, "status_fd": fd}).encode())
         outcome = self._judge(result, nonce, staging)
         if outcome is None:
             status = _status(result, nonce)
@@ -184,6 +183,23 @@ class FigureSandbox:
         outcome.message = self._scrub(outcome.message, staging)
         outcome.output = self._scrub(outcome.output, staging)
         return outcome
+
+    @property
+    def uses_zygote(self) -> bool:
+        """Figures forked by the process's zygote (forkserver.py); bubblewrap spawns each one."""
+        return forkserver.enabled() and not self.layer.startswith("bwrap")
+
+    async def _forked(self, spec: ChildSpec, config: dict[str, Any]) -> ChildResult | None:
+        """The child forked by the zygote; None when there is none or it died while the child ran
+        (the child died with it): the figure is then spawned, from a fresh staging folder."""
+        zygote = await asyncio.to_thread(forkserver.get, CHILD_ENV, FONT_READABLE + python_paths())
+        if zygote is None:
+            return None
+        result = await forkserver.run_forked(zygote, spec, json.dumps({**config, "status_fd": 3}).encode())
+        if result is not None and result.unreported:
+            await asyncio.to_thread(_fresh, Path(spec.cwd).parent)
+            return None
+        return result
 
     def _judge(self, result: ChildResult, nonce: str, staging: Path) -> FigureOutcome | None:
         """The parent's own verdict on a finished child; None when it may have drawn a figure."""
@@ -236,6 +252,16 @@ class FigureSandbox:
         target.write_bytes(data)
         rel = target.relative_to(self.out_dir).as_posix()
         return FigureOutcome(True, f"figure saved as {rel}", path=rel, output=output, pgid_gone=gone)
+
+
+CHILD_ENV = {"MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""A figure child's whole environment, with its MPLCONFIGDIR (the zygote's too, with its own)."""
+
+
+def _fresh(staging: Path) -> None:
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "work").mkdir(parents=True)
+    (staging / "mpl").mkdir()
 
 
 DENIED_MESSAGE = (
