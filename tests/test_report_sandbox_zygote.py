@@ -32,7 +32,7 @@ PROBE = (
     "os = matplotlib.os\n"
     "def is_open(fd):\n"
     "    try:\n        os.fstat(fd)\n        return True\n    except OSError:\n        return False\n"
-    "print(repr({'env': dict(os.environ), 'cwd': os.getcwd(), 'fds': [f for f in range(64) if is_open(f)]}))\n"
+    "print(repr({'env': dict(os.environ), 'cwd': os.getcwd(), 'fds': [f for f in range(4096) if is_open(f)]}))\n"
     "plt.plot([1])\n"
 )
 GO = b"\x93NUMPY\x01\x00v\x00{'descr': '<f8', 'fortran_order': False, 'shape': (0,), }" + b" " * 60 + b"\n"
@@ -72,7 +72,12 @@ def children_of(pid: int) -> list[int]:
 
 
 def zygote_of(pid: int) -> list[int]:
-    return [child for child in children_of(pid) if b"zygote.py" in Path(f"/proc/{child}/cmdline").read_bytes()]
+    found = []
+    for child in children_of(pid):
+        with contextlib.suppress(OSError):  # a short-lived child (the font list's) may be gone
+            if b"zygote.py" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(child)
+    return found
 
 
 def running(pid: int) -> bool:
@@ -106,7 +111,7 @@ def test_a_forked_figure_gets_what_a_spawned_one_gets(
     assert len(os.listdir(f"/proc/{zygote}/task")) == 1  # single-threaded, as it asserts before a fork
     monkeypatch.setenv(forkserver.SWITCH, "0")
     spawned = probe(folders)
-    # stdio and the status channel (a spawned child keeps the host's number for it)
+    # stdio and the status channel (a spawned child keeps the host's number for it, maybe > 255)
     fds: list[int] = spawned["fds"]  # type: ignore[assignment]
     assert forked["fds"] == [0, 1, 2, 3] and fds[:3] == [0, 1, 2] and len(fds) == 4
     assert {**forked, "fds": None} == {**spawned, "fds": None} and forked["cwd"] == "."
@@ -184,7 +189,7 @@ def test_a_zygote_that_cannot_start_leaves_figures_to_spawn(
     outcome = asyncio.run(sandbox(folders).run("plt.plot([1])", "f"))
     assert outcome.ok, outcome.message
     assert "the figure zygote did not start" in caplog.text
-    assert forkserver._current == []
+    assert forkserver._current == [] and forkserver.get({}, []) is None  # no second try: spawn
 
 
 HOST = """
@@ -214,3 +219,15 @@ def test_the_zygote_and_its_figures_end_with_a_killed_host(folders: tuple[Path, 
         if host.poll() is None:
             os.killpg(with_group, signal.SIGKILL)
             host.wait()
+
+
+@needs_landlock
+def test_a_figure_cannot_signal_or_trace_its_zygote(folders: tuple[Path, Path]) -> None:
+    box = sandbox(folders)
+    assert asyncio.run(box.run("plt.plot([1])", "warm")).ok
+    zygote = zygote_pid()
+    libc = "libc = np.ctypeslib.ctypes.CDLL(None)\n"
+    for attack in ("rc = libc.kill(libc.getppid(), 9)", "rc = libc.ptrace(16, libc.getppid(), None, None)"):
+        outcome = asyncio.run(box.run(libc + attack + "\nplt.plot([rc])", "attack"))
+        assert not outcome.ok and outcome.error_type == "denied_operation", (attack, outcome.message)
+        assert running(zygote) and zygote_pid() == zygote, attack

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from . import fontcache
 from . import zygote as zygote_module
-from .process import ChildResult, ChildSpec, _drain_fd, _finish, _signal_group, _watch, live_members
+from .process import ChildResult, ChildSpec, _drain_fd, _finish, _signal_group, _watch, group_gone
 
 SWITCH = "LOOPWARDEN_FIGURE_ZYGOTE"
 START_WITHIN = 120.0
@@ -45,7 +45,8 @@ REPLY_WITHIN = 30.0
 EXIT_GRACE_S = 10.0
 """After its group was killed, how long a child's exit status may take to come."""
 MAX_STARTS = 3
-"""Zygotes a process starts at most (one, then a replacement or two if one dies)."""
+"""Zygotes a process starts at most (one, then a replacement or two if one dies); none more
+after one failed to start."""
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +101,9 @@ def get(env: Mapping[str, str], readable: list[str]) -> Zygote | None:
             return None
         _starts[0] += 1
         started = _start(env, readable)
-        if started is not None:
+        if started is None:
+            _starts[0] = MAX_STARTS  # what kept it from starting would again: spawn from now on
+        else:
             _current.append(started)
         return started
 
@@ -247,16 +250,7 @@ async def _supervise(
                 async with asyncio.timeout(EXIT_GRACE_S):
                     status = await _exit_status(reply)
         reply.close()
-        result.pgid_gone = await _group_gone(pid)
+        result.pgid_gone = await group_gone(pid)
         await _finish(tasks[: len(readers)], tasks[len(readers) :])
     result.returncode = os.waitstatus_to_exitcode(status) if status is not None else None
     return result
-
-
-async def _group_gone(pgid: int) -> bool:
-    for _ in range(100):
-        if not live_members(pgid):
-            return True
-        _signal_group(pgid)
-        await asyncio.sleep(0.02)
-    return False

@@ -209,6 +209,11 @@ async def kill_group(process: asyncio.subprocess.Process) -> bool:
     _signal_group(pgid)
     with contextlib.suppress(ProcessLookupError):
         await process.wait()
+    return await group_gone(pgid)
+
+
+async def group_gone(pgid: int) -> bool:
+    """Kill the group's members still running until there are none (about 2 s at most)."""
     for _ in range(100):
         if not live_members(pgid):
             return True

@@ -95,16 +95,21 @@ def serve(control: socket.socket, child: ModuleType, stack: dict[str, Any]) -> N
                         os.close(received)
                     continue
                 reply = socket.socket(fileno=fds[0])
-                if threads() != 1 or threading.active_count() != 1:
-                    reply.send(b"error the zygote is not single-threaded")
-                    for received in fds:
-                        os.close(received)
+                try:
+                    if threads() != 1 or threading.active_count() != 1:
+                        raise RuntimeError("the zygote is not single-threaded")
+                    zygote = os.getpid()
+                    pid = os.fork()
+                    if pid == 0:
+                        _forked(fds, zygote, child, stack)
+                except (OSError, RuntimeError) as error:  # no child: the host spawns this figure
+                    with contextlib.suppress(OSError):
+                        reply.send(f"error {error}".encode())
+                    reply.close()
                     continue
-                pid = os.fork()
-                if pid == 0:
-                    _forked(fds, os.getppid(), child, stack)
-                for received in fds[1:]:
-                    os.close(received)
+                finally:
+                    for received in fds[1:]:
+                        os.close(received)
                 running[os.pidfd_open(pid)] = (pid, reply)
     finally:
         for pid, _ in running.values():
@@ -120,6 +125,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the host ends the zygote (EOF), not the terminal
     control = socket.socket(fileno=int(argv[1]))
     try:
+        os.close(os.pidfd_open(os.getpid()))  # Linux 5.3 or later: how children are watched
         child = _child_module()
         stack = child._import_stack()
     except Exception as error:
