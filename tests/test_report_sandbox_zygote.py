@@ -231,3 +231,23 @@ def test_a_figure_cannot_signal_or_trace_its_zygote(folders: tuple[Path, Path]) 
         outcome = asyncio.run(box.run(libc + attack + "\nplt.plot([rc])", "attack"))
         assert not outcome.ok and outcome.error_type == "denied_operation", (attack, outcome.message)
         assert running(zygote) and zygote_pid() == zygote, attack
+
+
+@needs_landlock
+def test_a_cancelled_figure_is_killed_and_the_zygote_serves_on(folders: tuple[Path, Path]) -> None:
+    box = sandbox(folders)
+    assert asyncio.run(box.run("plt.plot([1])", "warm")).ok
+    zygote = zygote_pid()
+
+    async def cancel() -> int:
+        task = asyncio.ensure_future(box.run(WAIT_FOR_GO, "cancelled"))
+        await asyncio.to_thread(wait_until, "the forked figure", lambda: children_of(zygote))
+        child = children_of(zygote)[0]
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return child
+
+    child = asyncio.run(cancel())
+    assert not running(child) and children_of(zygote) == []
+    assert asyncio.run(box.run("plt.plot([2])", "after")).ok and zygote_pid() == zygote
