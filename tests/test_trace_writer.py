@@ -8,9 +8,11 @@ import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from loopwarden.events import EventStamper, NudgeInjected
+import pytest
+
+from loopwarden.events import EventStamper, NudgeInjected, RunFinished, Totals
 from loopwarden.trace.store import RunStore
-from loopwarden.trace.writer import RunWriter, next_now
+from loopwarden.trace.writer import FIRST, TOLD, Pump, RunWriter
 
 
 def _nudges(run_id: str, n: int) -> list[NudgeInjected]:
@@ -50,21 +52,52 @@ async def test_a_store_held_by_another_writer_is_waited_for_off_the_event_loop(t
     assert store.last_seq("r") == 3
 
 
-async def test_next_now_tells_a_ready_item_from_a_wait() -> None:
+async def test_the_pump_stops_after_the_first_event_where_the_run_waits_at_a_full_batch_and_at_the_end() -> None:
     gate = asyncio.Event()
+    finished = EventStamper("r")(RunFinished, status="completed", stop_reason="final_answer", totals=Totals())
 
-    async def stream() -> AsyncIterator[str]:
+    async def stream() -> AsyncIterator[object]:
+        yield "first"
         yield "ready"
         await gate.wait()
-        yield "after the wait"
+        for i in range(5):
+            yield i
+        yield finished
+        yield "after the end"
 
-    items = stream()
-    assert next_now(items) == ("ready", None)
-    item, rest = next_now(items)
-    assert item is None and rest is not None
+    told: list[object] = []
+    pump = Pump(stream(), told, 3)
+    assert pump.step() is FIRST and told == ["first"]
+    waits_on = pump.step()
+    assert waits_on not in (FIRST, TOLD) and told == ["first", "ready"]  # the wait has not begun
+    told.clear()
     asyncio.get_running_loop().call_soon(gate.set)
-    assert await rest == "after the wait"
-    await items.aclose()
+    assert await pump.resume(waits_on) is TOLD and told == [0, 1, 2]  # awaited as the run would
+    told.clear()
+    assert pump.step() is TOLD and told == [3, 4, finished]  # run_finished ends a batch however short
+    told.clear()
+    with pytest.raises(StopAsyncIteration):
+        pump.step()
+    assert told == ["after the end"]  # what came before the end is the caller's to commit
+
+
+async def test_a_pump_cancelled_where_the_run_waits_runs_its_clean_up() -> None:
+    cleaned: list[str] = []
+
+    async def stream() -> AsyncIterator[str]:
+        yield "first"
+        try:
+            await asyncio.Event().wait()
+            yield "never"
+        finally:
+            await asyncio.sleep(0)  # clean-up that waits too
+            cleaned.append("done")
+
+    pump = Pump(stream(), [], 256)
+    assert pump.step() is FIRST
+    assert pump.step() not in (FIRST, TOLD)
+    await pump.cancel()
+    assert cleaned == ["done"]
 
 
 async def test_a_store_locked_while_the_event_loop_connection_opens_is_waited_for_off_the_event_loop(

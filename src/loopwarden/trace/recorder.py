@@ -24,7 +24,7 @@ from typing import Any
 from ..events import Event, RunFinished, RunStarted
 from .rows import open_run, update_status
 from .store import RunNotFound, RunStatus, RunStore
-from .writer import Rest, Row, RunWriter, next_now
+from .writer import FIRST, MAX_BATCH, TOLD, Pump, Row, RunWriter
 
 
 class TraceRecorder:
@@ -47,47 +47,41 @@ class TraceRecorder:
     async def record(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
         writer: RunWriter | None = None
         finished = False
-        rest: Rest[Event] | None = None
+        told: list[Event] = []  # what the run told since it last stopped (Pump appends)
+        run = Pump(events, told, MAX_BATCH)
+        said: object = TOLD  # where the run stopped: TOLD, FIRST, what it waits on, or None while awaited
         try:
             while True:
+                waits_on, said = said, None  # a cancellation meanwhile reaches the run through the await
                 try:
-                    event, rest = next_now(events)
-                    if rest is not None:  # the run waits: what it told so far goes out first
-                        if writer is not None:
-                            for ready in await writer.flush():
-                                yield ready
-                        waiting, rest = rest, None  # a cancellation from here on reaches it through the await
-                        event = await waiting
+                    stopped = waits_on is TOLD or waits_on is FIRST  # else the run waits on it
+                    said = run.step() if stopped else await run.resume(waits_on)
                 except StopAsyncIteration:
                     break
-                assert event is not None
-                if writer is None:
-                    writer = self.writer or RunWriter(self.store, event.run_id)
-                    writer.run_id = event.run_id
-                    writer.open(self._opening(event))  # the run row, in the first batch's transaction
-                writer.events.append(event)
-                if isinstance(event, RunFinished):
-                    # The run row says how it ended in the last events' transaction, before anyone is told.
-                    writer.closing = _closing(event)
+                if said is FIRST:  # the run's row is on its way: the model's exchanges go with the events
+                    writer = self._writer(told[0])
+                    continue
+                writer = self._keep(told, writer)
+                if writer is not None:  # the run waits, told a batch's worth or ended: what it told goes out first
                     ready_events = await writer.flush()
-                    finished = True
+                    finished = writer.ended
                     for ready in ready_events:
                         yield ready
-                elif writer.full:
-                    for ready in await writer.flush():
-                        yield ready
+            writer = self._keep(told, writer)
             if writer is not None:
                 for ready in await writer.flush():
                     yield ready
         except (asyncio.CancelledError, GeneratorExit):
             # GeneratorExit: the consumer stopped reading mid-run (break, aclose): the run ends there.
-            if rest is not None:
-                await rest.cancel()
+            if said is not TOLD and said is not FIRST and said is not None:
+                await run.cancel()
+            writer = self._keep(told, writer)
             if writer is not None and not finished:
                 writer.closing = _status(writer.run_id, "cancelled", message="the run was cancelled")
                 writer.flush_now()
             raise
         except Exception as error:
+            writer = self._keep(told, writer)
             if writer is not None and not finished:
                 writer.closing = _status(writer.run_id, "failed", message=f"{type(error).__name__}: {error}")
                 writer.flush_now()
@@ -95,6 +89,25 @@ class TraceRecorder:
         finally:
             if self.on_done is not None:
                 self.on_done()
+
+    def _keep(self, told: list[Event], writer: RunWriter | None) -> RunWriter | None:
+        """Move what the run told to its writer (made, with the run's row, at its first event)."""
+        if not told:
+            return writer
+        writer = writer or self._writer(told[0])
+        writer.events += told
+        told.clear()
+        last = writer.events[-1]
+        if isinstance(last, RunFinished):
+            # The run row says how it ended in the last events' transaction, before anyone is told.
+            writer.closing, writer.ended = _closing(last), True
+        return writer
+
+    def _writer(self, first: Event) -> RunWriter:
+        writer = self.writer or RunWriter(self.store, first.run_id)
+        writer.run_id = first.run_id
+        writer.open(self._opening(first))  # the run row, in the first batch's transaction
+        return writer
 
     def _opening(self, first: Event) -> Row:
         params = dict(self.params)
