@@ -10,11 +10,19 @@ shared machine.
 
     python bench/bench_trace.py [--rounds 100] [--repeat 5]
     python bench/bench_trace.py --instructions     # the same four runs in instructions (valgrind)
+    python bench/bench_trace.py --parts [--instructions]   # where the traced extra goes (instant model)
 
 With `--instructions`, each run is counted under valgrind's callgrind (every thread, the
 checkpoints' too): the difference of a process that makes 4 runs and one that makes 1, over 3,
 with the hash seed fixed. Load does not move these counts; they leave out what the kernel does
 (the WAL writes, the file locks), which wall and CPU time include. About a minute per count.
+
+With `--parts`, the instant model's traced run is measured with its parts left out one after
+another (each by monkeypatching, in this process only): the SQLite writes (the events' JSON still
+made), then the events' JSON too, then the model exchanges (their request and reply JSON and
+rows), then the recorder's hand-off (a plain `async for`); what is left against the untraced run
+is the per-run set-up (the traced model wrapping the model, the run's writer) and the plain
+pass-through. Each difference is that part's cost.
 
 Also prints how much the stored requests take against storing each request whole (the history
 grows every turn; rows keep only what was added, so the store grows linearly).
@@ -27,17 +35,51 @@ import asyncio
 import os
 import re
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from healthy_run import read_lines, reader
 
 from loopwarden import Agent, Budgets, LoopConfig
+from loopwarden.trace import exchanges, recorder
 from loopwarden.trace.exchanges import load_exchanges
 from loopwarden.trace.store import RunStore
+
+PARTS = ("traced", "no SQLite", "no events' JSON", "no exchanges", "plain recorder", "untraced")
+"""--parts: each leaves out what the one before it kept (see leave_out)."""
+
+
+def leave_out(level: int) -> None:
+    """Leave out the first `level` parts of tracing (PARTS[1:]), for --parts."""
+    if level >= 1:  # the events' JSON made as a commit makes it, nothing written
+
+        def json_only(self: RunStore, run_id: str, events: list[Any], **_: Any) -> list[int]:
+            for event in events:
+                event.to_json()
+            return list(range(len(events)))
+
+        RunStore.append_events = json_only  # type: ignore[assignment,method-assign]
+    if level >= 2:
+        RunStore.append_events = lambda self, run_id, events, **_: list(range(len(events)))  # type: ignore[method-assign]
+    if level >= 3:
+
+        async def keep_nothing(*_: Any) -> None:
+            return None
+
+        exchanges.TracedModel._keep = keep_nothing  # type: ignore[assignment,method-assign]
+    if level >= 4:
+
+        async def plain(self: Any, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+            async for event in events:
+                yield event
+
+        recorder.TraceRecorder.record = plain  # type: ignore[method-assign]
 
 
 def once(rounds: int, db: Path | None, waits: bool = False) -> tuple[float, float, str]:
@@ -65,9 +107,18 @@ def runs(count: int, rounds: int, traced: bool, waits: bool) -> None:
             once(rounds, Path(tmp) / "runs.db" if traced else None, waits=waits)
 
 
-def instructions(runs: int, rounds: int, traced: bool, waits: bool) -> int:
+def wall_of(rounds: int, level: int) -> None:
+    """One --parts process: prints the best wall time of 5 runs after 2 to warm up."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "runs.db" if level < len(PARTS) - 1 else None
+        times = [once(rounds, db)[0] for _ in range(7)][2:]
+    print(min(times))
+
+
+def instructions(runs: int, rounds: int, traced: bool, waits: bool, leaving_out: int = 0) -> int:
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
     command += ["--run", str(runs), "--rounds", str(rounds)] + ["--traced"] * traced + ["--waits"] * waits
+    command += ["--leave-out", str(leaving_out)]
     env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
     out = subprocess.run(command, capture_output=True, text=True, check=True, env=env).stderr
     found = re.search(r"Collected : (\d+)", out)
@@ -84,6 +135,32 @@ def count_instructions(rounds: int) -> None:
         print(f"{title}:\n  untraced: {bare:,}\n  traced:   {traced:,}\n  ratio traced/untraced: {traced / bare:.3f}")
 
 
+def parts(rounds: int, repeat: int, count: bool) -> None:
+    """--parts: the instant model's traced run with its parts left out one after another."""
+    figures: dict[int, list[float]] = {}
+    if count:
+        print(f"rounds: {rounds}, instant model, instructions per run ((4 runs - 1 run) / 3, callgrind)")
+        for level, _ in enumerate(PARTS):
+            traced = level < len(PARTS) - 1
+            counts = [instructions(n, rounds, traced, False, level) for n in (4, 1)]
+            figures[level] = [(counts[0] - counts[1]) / 3]
+        unit, scale = "M instructions", 1e-6
+    else:  # each level in its own process (what is left out stays out), interleaved
+        print(f"rounds: {rounds}, instant model, wall per run: best (median) of {repeat} processes of 5 runs")
+        command = [sys.executable, __file__, "--rounds", str(rounds), "--wall", "--leave-out"]
+        for _ in range(repeat):
+            for level, _ in enumerate(PARTS):
+                out = subprocess.run([*command, str(level)], capture_output=True, text=True, check=True).stdout
+                figures.setdefault(level, []).append(float(out))
+        unit, scale = "ms wall", 1e3
+    before: tuple[float, float] | None = None
+    for level, name in enumerate(PARTS):
+        best, median = min(figures[level]) * scale, statistics.median(figures[level]) * scale
+        cost = "" if before is None else f"  (what this leaves out: {before[0] - best:.2f} ({before[1] - median:.2f}))"
+        print(f"  {name:16s} {best:8.2f} ({median:8.2f}) {unit}{cost}")
+        before = best, median
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=100)
@@ -92,9 +169,17 @@ def main() -> None:
     parser.add_argument("--run", type=int, help=argparse.SUPPRESS)  # what --instructions runs under callgrind
     parser.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--waits", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--parts", action="store_true")
+    parser.add_argument("--leave-out", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--wall", action="store_true", help=argparse.SUPPRESS)  # one --parts process
     args = parser.parse_args()
+    leave_out(args.leave_out)
+    if args.wall:
+        return wall_of(args.rounds, args.leave_out)
     if args.run is not None:
         return runs(args.run, args.rounds, args.traced, args.waits)
+    if args.parts:
+        return parts(args.rounds, args.repeat, args.instructions)
     if args.instructions:
         return count_instructions(args.rounds)
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,12 +203,12 @@ def main() -> None:
         )
     print(f"rounds: {args.rounds} ({calls} model calls), best of {args.repeat}, wall and cpu")
     for waits, title in ((False, "an instant model"), (True, "a model that yields to the event loop once per call")):
-        (bare, bare_cpu), (traced, traced_cpu) = best[(waits, False)], best[(waits, True)]
+        (bare, bare_cpu), (kept, traced_cpu) = best[(waits, False)], best[(waits, True)]
         print(f"{title}:")
         print(f"  untraced: {bare * 1000:8.1f} ms wall, {bare_cpu * 1000:8.1f} ms cpu")
-        print(f"  traced:   {traced * 1000:8.1f} ms wall, {traced_cpu * 1000:8.1f} ms cpu")
-        per_call = (traced - bare) / calls * 1e6
-        print(f"  ratio traced/untraced: {traced / bare:.2f} wall, {traced_cpu / bare_cpu:.2f} cpu"
+        print(f"  traced:   {kept * 1000:8.1f} ms wall, {traced_cpu * 1000:8.1f} ms cpu")
+        per_call = (kept - bare) / calls * 1e6
+        print(f"  ratio traced/untraced: {kept / bare:.2f} wall, {traced_cpu / bare_cpu:.2f} cpu"
               f" ({per_call:.0f} us wall per model call)")  # fmt: skip
     print(f"stored request bytes / whole requests: {stored / whole:.3f} ({stored} of {whole})")
 
