@@ -156,8 +156,12 @@ def parts(rounds: int, repeat: int, count: bool) -> None:
     before: tuple[float, float] | None = None
     for level, name in enumerate(PARTS):
         best, median = min(figures[level]) * scale, statistics.median(figures[level]) * scale
-        cost = "" if before is None else f"  (what this leaves out: {before[0] - best:.2f} ({before[1] - median:.2f}))"
-        print(f"  {name:16s} {best:8.2f} ({median:8.2f}) {unit}{cost}")
+        spread = len(figures[level]) > 1  # counts are one figure each: no median to show
+        cost = ""
+        if before is not None:
+            cost = f"  (what this leaves out: {before[0] - best:.2f}"
+            cost += f" ({before[1] - median:.2f}))" if spread else ")"
+        print(f"  {name:16s} {best:8.2f}" + (f" ({median:8.2f})" if spread else "") + f" {unit}{cost}")
         before = best, median
 
 
