@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
 from loopwarden import Agent, Budgets, LoopConfig, ScriptedModel, call, tool
-from loopwarden.approval import ApprovalGate, Decision, PendingApproval
+from loopwarden.approval import ApprovalGate, Decision, PendingApproval, PendingCall
 from loopwarden.events import ApprovalDecided, ApprovalRequired, Event, RunFinished, ToolCallFinished
 from loopwarden.tools import Tool
 
@@ -200,3 +201,38 @@ def test_time_waiting_for_a_person_is_not_charged_to_the_time_budget() -> None:
     finished = events[-1]
     assert isinstance(finished, RunFinished) and finished.status == "completed" and finished.output == "Paid."
     assert sent == [{"to": "ACME", "amount": 250.0}]
+
+
+def test_a_decision_from_another_thread_wakes_the_waiting_loop_thread_safely() -> None:
+    """A web handler decides on a worker thread while the run waits on the event loop. In debug
+    mode asyncio refuses a future resolved from another thread (it would not wake the loop)."""
+    gate = ApprovalGate()
+    call = PendingCall(call_id="c1", tool="delete_file", arguments={"path": "a.csv"}, turn=1)
+    problems: list[BaseException] = []
+
+    def decide_elsewhere() -> None:
+        try:
+            gate.approve("c1", by="alice")
+        except BaseException as error:  # reported by the assertion below
+            problems.append(error)
+
+    async def main() -> Decision | None:
+        waiting = asyncio.create_task(gate.wait(call))
+        while "c1" not in gate.pending:
+            await asyncio.sleep(0)
+        thread = threading.Thread(target=decide_elsewhere)
+        thread.start()
+        thread.join()  # the decision is made (or refused) before the loop runs on
+        if problems:
+            waiting.cancel()
+            return None
+        return await waiting
+
+    # A refused wake-up leaves the waiting task stuck for good: the run goes on a daemon thread,
+    # joined with a bound, so such a failure ends the test instead of hanging the suite.
+    outcome: list[Decision | None] = []
+    runner = threading.Thread(target=lambda: outcome.append(asyncio.run(main(), debug=True)), daemon=True)
+    runner.start()
+    runner.join(60)
+    assert problems == []
+    assert outcome and outcome[0] is not None and outcome[0].approve and outcome[0].by == "alice"

@@ -325,3 +325,30 @@ def test_a_run_config_is_built_without_the_pipeline_which_needs_only_pandas_to_i
         "without pandas: pandas",
         "with pandas alone: imported",
     ]
+
+
+async def test_a_run_says_running_before_its_job_is_woken_by_a_decision(
+    make_app: AppFactory, client_for: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The decision is made on a web worker thread and the job goes on on the event loop: were
+    "running" written after the job was woken, it could land on the status the job ended with
+    (a finished run read "running" for good: seen in tests/e2e/test_web_page.py)."""
+    from loopwarden.approval import ApprovalGate
+
+    seen: list[str] = []
+    wake = ApprovalGate.decide
+
+    def decide(
+        self: ApprovalGate, call_id: str, approve: bool, reason: str | None = None, *, by: str | None = None
+    ) -> None:
+        seen.extend(run.status for run in RunStore(tmp_path / "state" / "runs.db").list_runs())
+        wake(self, call_id, approve, reason, by=by)
+
+    monkeypatch.setattr(ApprovalGate, "decide", decide)
+    client = client_for(make_app(approval_job))
+    run_id = (await client.post("/api/runs", json={"folder": "exp1"})).json()["id"]
+    run = await wait_status(client, run_id, {"paused"})
+    url = f"/api/runs/{run_id}/approvals/{run['approvals'][0]['call_id']}"
+    assert (await client.post(url, json={"decision": "approve"})).status_code == 200
+    assert (await wait_status(client, run_id, {"completed"}))["status"] == "completed"
+    assert seen == ["running"]

@@ -65,6 +65,11 @@ class PendingApproval(BaseModel):
         )
 
 
+def _resolve(future: asyncio.Future[Decision], decision: Decision) -> None:
+    if not future.done():  # the wait may have timed out meanwhile
+        future.set_result(decision)
+
+
 @dataclass
 class ApprovalGate:
     """Decisions on calls that need approval, by call id. One gate may serve many runs."""
@@ -80,10 +85,17 @@ class ApprovalGate:
         """Approve or deny a call (pending now, or announced ahead of time)."""
         decision = Decision(approve=approve, reason=reason, by=by)
         future = self._waiting.pop(call_id, None)
-        if future is not None and not future.done():
-            future.set_result(decision)
-        else:
+        if future is None or future.done():
             self._decisions[call_id] = decision
+            return
+        try:
+            here = asyncio.get_running_loop() is future.get_loop()
+        except RuntimeError:
+            here = False
+        if here:
+            future.set_result(decision)
+        else:  # decided on another thread (a web handler's worker): futures are not thread-safe
+            future.get_loop().call_soon_threadsafe(_resolve, future, decision)
 
     @classmethod
     def with_decisions(cls, decisions: Mapping[str, bool | Decision], base: ApprovalGate | None = None) -> ApprovalGate:

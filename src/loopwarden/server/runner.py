@@ -219,6 +219,9 @@ class Runner:
         pending = self._pending_calls.pop((run_id, call_id), {})
         gate = self._gates.get(run_id)
         if gate is not None:
+            # "running" before the job is woken: written after, it could land on the status the
+            # job has ended with meanwhile (this runs on a worker thread; the job on the loop).
+            self._resume_if_clear(run_id)
             gate.decide(call_id, approve, note or None, by=by)  # the job reports ApprovalDecided
         else:
             stamp = EventStamper(run_id, self.store.last_seq(run_id))
@@ -232,7 +235,7 @@ class Runner:
                 by=by,
             )
             self.record(run_id, decided)
-        self._resume_if_clear(run_id)
+            self._resume_if_clear(run_id)
         return True
 
     def _resume_if_clear(self, run_id: str) -> None:
