@@ -36,7 +36,7 @@ from pathlib import Path
 
 from . import fontcache
 from . import zygote as zygote_module
-from .process import ChildResult, ChildSpec, _drain_fd, _finish, _signal_group, _watch, group_gone
+from .process import ChildResult, ChildSpec, Limits, _drain_fd, _signal_group, group_gone
 
 SWITCH = "LOOPWARDEN_FIGURE_ZYGOTE"
 START_WITHIN = 120.0
@@ -219,22 +219,12 @@ async def _supervise(
 ) -> ChildResult:
     result = ChildResult()
 
-    def breach(limit: str) -> None:
-        if result.limit is None:
-            result.limit = limit
-        _signal_group(pid)
-
-    shared = [0]
-    readers = [
-        _drain_fd(fds[1], result.stdout, spec.output_cap, lambda: breach("output"), shared),
-        _drain_fd(fds[2], result.stderr, spec.output_cap, lambda: breach("output"), shared),
-        _drain_fd(fds[3], result.status, spec.status_cap, lambda: breach("status")),
-    ]
-    tasks = [asyncio.ensure_future(reader) for reader in readers]
+    limits = Limits(result, pid, spec)
+    limits.read(_drain_fd(fds[1], result.stdout, spec.output_cap, limits.on("output"), limits.output))
+    limits.read(_drain_fd(fds[2], result.stderr, spec.output_cap, limits.on("output"), limits.output))
+    limits.read(_drain_fd(fds[3], result.status, spec.status_cap, limits.on("status")))
     # A thread writes the config: a child that never reads it gets EPIPE when its group dies.
-    tasks.append(asyncio.ensure_future(asyncio.to_thread(_write_all, fds[0], payload)))
-    if spec.watcher is not None:
-        tasks.append(asyncio.ensure_future(_watch(spec.watcher, spec.watch_interval, breach)))
+    limits.also(asyncio.to_thread(_write_all, fds[0], payload))
     status: int | None = None
     try:
         async with asyncio.timeout(spec.wall_seconds):
@@ -251,6 +241,6 @@ async def _supervise(
                     status = await _exit_status(reply)
         reply.close()
         result.pgid_gone = await group_gone(pid)
-        await _finish(tasks[: len(readers)], tasks[len(readers) :])
+        await limits.finish()
     result.returncode = os.waitstatus_to_exitcode(status) if status is not None else None
     return result

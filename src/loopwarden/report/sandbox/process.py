@@ -76,6 +76,39 @@ class ChildSpec:
     watch_interval: float = 0.1
 
 
+class Limits:
+    """The tasks that read a running child and hold it to its spec's limits: at the first limit it
+    breaks (output, status channel, or one its watcher reports) the result keeps the limit and
+    the child's process group is killed. `finish`, once the group is gone, ends the other tasks
+    and waits for the readers to reach EOF (bounded)."""
+
+    def __init__(self, result: ChildResult, pgid: int, spec: ChildSpec) -> None:
+        self.result, self.pgid = result, pgid
+        self.output = [0]
+        """stdout and stderr bytes so far: the two share one cap."""
+        self.readers: list[asyncio.Future[None]] = []
+        self.others: list[asyncio.Future[None]] = []
+        if spec.watcher is not None:
+            self.also(_watch(spec.watcher, spec.watch_interval, self.breach))
+
+    def breach(self, limit: str) -> None:
+        if self.result.limit is None:
+            self.result.limit = limit
+        _signal_group(self.pgid)
+
+    def on(self, limit: str) -> Callable[[], None]:
+        return lambda: self.breach(limit)
+
+    def read(self, reader: Awaitable[None]) -> None:
+        self.readers.append(asyncio.ensure_future(reader))
+
+    def also(self, task: Awaitable[None]) -> None:
+        self.others.append(asyncio.ensure_future(task))
+
+    async def finish(self) -> None:
+        await _finish(self.readers, self.others)
+
+
 async def run_child(spec: ChildSpec, status_fd_slot: Callable[[int], bytes] | None = None) -> ChildResult:
     """Run `spec.argv` in a new session; return when it and its process group are gone.
 
@@ -105,24 +138,14 @@ async def run_child(spec: ChildSpec, status_fd_slot: Callable[[int], bytes] | No
         if spec.status_channel:
             os.close(status_w)
 
-    def breach(limit: str) -> None:
-        if result.limit is None:
-            result.limit = limit
-        _signal_group(process.pid)
-
+    limits = Limits(result, process.pid, spec)
     assert process.stdout is not None and process.stderr is not None
-    output = [0]
-    readers: list[Awaitable[None]] = [
-        _drain(process.stdout, result.stdout, output, spec.output_cap, lambda: breach("output")),
-        _drain(process.stderr, result.stderr, output, spec.output_cap, lambda: breach("output")),
-    ]
+    limits.read(_drain(process.stdout, result.stdout, limits.output, spec.output_cap, limits.on("output")))
+    limits.read(_drain(process.stderr, result.stderr, limits.output, spec.output_cap, limits.on("output")))
     if spec.status_channel:
-        readers.append(_drain_fd(status_r, result.status, spec.status_cap, lambda: breach("status")))
-    tasks = [asyncio.ensure_future(reader) for reader in readers]
+        limits.read(_drain_fd(status_r, result.status, spec.status_cap, limits.on("status")))
     if payload is not None:
-        tasks.append(asyncio.ensure_future(_feed(process, payload)))
-    if spec.watcher is not None:
-        tasks.append(asyncio.ensure_future(_watch(spec.watcher, spec.watch_interval, breach)))
+        limits.also(_feed(process, payload))
     try:
         async with asyncio.timeout(spec.wall_seconds):
             await process.wait()
@@ -130,7 +153,7 @@ async def run_child(spec: ChildSpec, status_fd_slot: Callable[[int], bytes] | No
         result.timed_out = True
     finally:
         result.pgid_gone = await kill_group(process)
-        await _finish(tasks[: len(readers)], tasks[len(readers) :])
+        await limits.finish()
     result.returncode = process.returncode
     return result
 
