@@ -11,6 +11,7 @@ shared machine.
     python bench/bench_trace.py [--rounds 100] [--repeat 5]
     python bench/bench_trace.py --instructions     # the same four runs in instructions (valgrind)
     python bench/bench_trace.py --parts [--instructions]   # where the traced extra goes (instant model)
+    python bench/bench_trace.py --tools 12 [--instructions]  # the agent offers 11 more tools (never called)
 
 With `--instructions`, each run is counted under valgrind's callgrind (every thread, the
 checkpoints' too): the difference of a process that makes 4 runs and one that makes 1, over 3,
@@ -23,6 +24,10 @@ made), then the events' JSON too, then the model exchanges (their request and re
 rows), then the recorder's hand-off (a plain `async for`); what is left against the untraced run
 is the per-run set-up (the traced model wrapping the model, the run's writer) and the plain
 pass-through. Each difference is that part's cost.
+
+With `--tools N`, the agent offers N tools, `read_lines` and N - 1 others of the size an
+application's tools have (a docstring and four parameters), which the model never calls: every
+request carries their schemas, which the store keeps once per run (migration 5).
 
 Also prints how much the stored requests take against storing each request whole (the history
 grows every turn; rows keep only what was added, so the store grows linearly).
@@ -46,7 +51,7 @@ from typing import Any
 
 from healthy_run import read_lines, reader
 
-from loopwarden import Agent, Budgets, LoopConfig
+from loopwarden import Agent, Budgets, LoopConfig, Tool, tool
 from loopwarden.trace import exchanges, recorder
 from loopwarden.trace.exchanges import load_exchanges
 from loopwarden.trace.store import RunStore
@@ -82,10 +87,31 @@ def leave_out(level: int) -> None:
         recorder.TraceRecorder.record = plain  # type: ignore[method-assign]
 
 
+def offered(count: int) -> list[Tool]:
+    """`read_lines` and `count - 1` tools the model never calls, each of an application tool's size."""
+    tools = [read_lines]
+    for i in range(1, count):
+
+        def search(offset: int, limit: int = 20, pattern: str = "", case_sensitive: bool = False) -> str:
+            return ""
+
+        search.__name__ = f"search_{i}"
+        search.__doc__ = (
+            f"Search part {i} of the log for a pattern from an offset: the matching lines with their"
+            " numbers, at most `limit` of them, case-insensitive unless asked."
+        )
+        tools.append(tool(search))
+    return tools
+
+
+TOOLS = 1
+"""How many tools the agent offers (--tools)."""
+
+
 def once(rounds: int, db: Path | None, waits: bool = False) -> tuple[float, float, str]:
     """(wall, cpu, run id) of one run; cpu is the process's, every thread's (the checkpoints' too)."""
     config = LoopConfig(budgets=Budgets(max_tool_rounds=rounds + 5, max_model_calls=rounds + 5))
-    agent = Agent(reader(rounds, waits=waits), [read_lines], config=config, trace=str(db) if db else False)
+    agent = Agent(reader(rounds, waits=waits), offered(TOOLS), config=config, trace=str(db) if db else False)
     start, cpu = time.perf_counter(), time.process_time()
     result = asyncio.run(agent.run("read the log"))
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -118,7 +144,7 @@ def wall_of(rounds: int, level: int) -> None:
 def instructions(runs: int, rounds: int, traced: bool, waits: bool, leaving_out: int = 0) -> int:
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
     command += ["--run", str(runs), "--rounds", str(rounds)] + ["--traced"] * traced + ["--waits"] * waits
-    command += ["--leave-out", str(leaving_out)]
+    command += ["--leave-out", str(leaving_out), "--tools", str(TOOLS)]
     env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
     out = subprocess.run(command, capture_output=True, text=True, check=True, env=env).stderr
     found = re.search(r"Collected : (\d+)", out)
@@ -127,7 +153,7 @@ def instructions(runs: int, rounds: int, traced: bool, waits: bool, leaving_out:
 
 
 def count_instructions(rounds: int) -> None:
-    print(f"rounds: {rounds}, instructions per run ((4 runs - 1 run) / 3, callgrind, every thread)")
+    print(f"rounds: {rounds}, tools: {TOOLS}, instructions per run ((4 runs - 1 run) / 3, callgrind, every thread)")
     for waits, title in ((False, "an instant model"), (True, "a model that yields to the event loop once per call")):
         bare, traced = (
             (instructions(4, rounds, t, waits) - instructions(1, rounds, t, waits)) // 3 for t in (False, True)
@@ -147,7 +173,7 @@ def parts(rounds: int, repeat: int, count: bool) -> None:
         unit, scale = "M instructions", 1e-6
     else:  # each level in its own process (what is left out stays out), interleaved
         print(f"rounds: {rounds}, instant model, wall per run: best (median) of {repeat} processes of 5 runs")
-        command = [sys.executable, __file__, "--rounds", str(rounds), "--wall", "--leave-out"]
+        command = [sys.executable, __file__, "--rounds", str(rounds), "--tools", str(TOOLS), "--wall", "--leave-out"]
         for _ in range(repeat):
             for level, _ in enumerate(PARTS):
                 out = subprocess.run([*command, str(level)], capture_output=True, text=True, check=True).stdout
@@ -174,9 +200,12 @@ def main() -> None:
     parser.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--waits", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--parts", action="store_true")
+    parser.add_argument("--tools", type=int, default=1, help="tools the agent offers (1: read_lines only)")
     parser.add_argument("--leave-out", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--wall", action="store_true", help=argparse.SUPPRESS)  # one --parts process
     args = parser.parse_args()
+    global TOOLS
+    TOOLS = args.tools
     leave_out(args.leave_out)
     if args.wall:
         return wall_of(args.rounds, args.leave_out)
@@ -205,7 +234,7 @@ def main() -> None:
             .execute("SELECT SUM(LENGTH(request)) FROM model_exchanges WHERE run_id = ?", (run_id,))
             .fetchone()[0]
         )
-    print(f"rounds: {args.rounds} ({calls} model calls), best of {args.repeat}, wall and cpu")
+    print(f"rounds: {args.rounds} ({calls} model calls), tools: {TOOLS}, best of {args.repeat}, wall and cpu")
     for waits, title in ((False, "an instant model"), (True, "a model that yields to the event loop once per call")):
         (bare, bare_cpu), (kept, traced_cpu) = best[(waits, False)], best[(waits, True)]
         print(f"{title}:")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import multiprocessing
 import sqlite3
 import threading
@@ -107,14 +108,18 @@ def test_migrations_are_ordered_and_applied_once(tmp_path: Path) -> None:
 
 def test_a_store_made_before_exchanges_had_a_rowid_table_keeps_them_through_the_migration(tmp_path: Path) -> None:
     from loopwarden.models.base import ModelReply, ModelRequest
-    from loopwarden.trace.exchanges import append_exchange, load_exchanges
+    from loopwarden.trace.exchanges import load_exchanges
 
     path = tmp_path / "runs.db"
     old = RunStore(path, migrations=MIGRATIONS[:2])  # as stores in the field were made
     old.create_run(run_id="r", status="running")
     requests = [ModelRequest(messages=[{"role": "user", "content": f"question {i} " + "x" * 3000}]) for i in range(3)]
-    for i, request in enumerate(requests):
-        append_exchange(old, "r", model="m", request=request, reply=ModelReply(text=f"answer {i}"), error=None)
+    with old._write() as tx:  # as append_exchange wrote them then: the request whole
+        for i, request in enumerate(requests):
+            tx.execute(
+                "INSERT INTO model_exchanges (run_id, n, model, request, reply, ts) VALUES ('r', ?, 'm', ?, ?, 0)",
+                (i + 1, json.dumps(request.model_dump(mode="json")), ModelReply(text=f"answer {i}").model_dump_json()),
+            )
     old.close()
     new = RunStore(path)
     assert new.schema_version() == len(MIGRATIONS)

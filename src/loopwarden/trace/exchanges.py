@@ -3,7 +3,10 @@ answered (or how it failed), so a stored run can become a cassette and then an e
 
 Why deltas: a run's requests repeat the whole history each turn, so each row keeps only the
 messages added since an earlier row of the same run (`base`, sharing `prefix` messages), like
-cassette v2; a long run's rows grow linearly, not quadratically.
+cassette v2; a long run's rows grow linearly, not quadratically. Likewise the offered tools
+(the same list every call, ~290 bytes here, often KBs): a request whose tools are those of an
+earlier row of the run is stored without its "tools", and `tools_from` names that row
+(migration 5; NULL: the request holds its own, as every row written before did).
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ def insert_exchange(
     base: int,
     prefix: int,
     n: int | None = None,
+    tools_from: int | None = None,
 ) -> int:
     """Write one exchange row in the open transaction `tx`; returns its number (`n`, if given,
     else the run's next). The run's row is made if it is missing."""
@@ -72,23 +76,34 @@ def insert_exchange(
     if n is None:
         row = tx.execute("SELECT COALESCE(MAX(n), 0) FROM model_exchanges WHERE run_id = ?", (run_id,)).fetchone()
         n = int(row[0]) + 1
-    tx.execute(INSERT_EXCHANGE, (run_id, n, base, prefix, model, request_json, reply_json, error_json, now))
+    tx.execute(INSERT_EXCHANGE, (run_id, n, base, prefix, model, request_json, reply_json, error_json, now, tools_from))
     return n
 
 
 def load_exchanges(store: RunStore, run_id: str) -> list[Interaction]:
-    """A run's exchanges in call order, each request's full history rebuilt from its base."""
+    """A run's exchanges in call order, each request's full history rebuilt from its base and
+    its tools from the row that holds them."""
     rows = (
         store._connection()
         .execute(
-            "SELECT n, base, prefix, request, reply, error FROM model_exchanges WHERE run_id = ? ORDER BY n", (run_id,)
+            "SELECT n, base, prefix, request, reply, error, tools_from FROM model_exchanges"
+            " WHERE run_id = ? ORDER BY n",
+            (run_id,),
         )
         .fetchall()
     )
+    holders = {int(row["tools_from"]) for row in rows if row["tools_from"] is not None}
+    tools_json: dict[int, str] = {}  # a holder's tools, parsed afresh for each row: no list is shared
     histories: dict[int, list[Any]] = {}
     interactions: list[Interaction] = []
     for row in rows:
         request = json.loads(row["request"])
+        if row["tools_from"] is not None:
+            held = tools_json.get(int(row["tools_from"]))
+            if held is not None:  # as a missing base gives no history: a row that is not there gives none
+                request["tools"] = json.loads(held)
+        elif int(row["n"]) in holders:
+            tools_json[int(row["n"])] = json.dumps(request.get("tools", []))
         shared = histories.get(int(row["base"]), [])[: int(row["prefix"])]
         request["messages"] = shared + request.get("messages", [])
         histories[int(row["n"])] = request["messages"]
@@ -133,6 +148,8 @@ class TracedModel:
         self._sent: list[Any] = []  # the previous request's messages
         self._last_n = 0  # the number of this model's previous row
         self._tools_json: dict[tuple[int, ...], tuple[list[Any], str]] = {}  # the lists kept: ids stay theirs
+        # The tools last written whole: their key, their row, and the dicts (kept: ids stay theirs).
+        self._tools_at: tuple[tuple[int, ...], int, list[Any]] | None = None
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         try:
@@ -155,7 +172,7 @@ class TracedModel:
         # this one (the same dicts, so the comparison is by identity first), store what was added.
         shared = len(self._sent) if messages[: len(self._sent)] == self._sent else 0
         self._sent = messages
-        request_json = self._request_json(request, messages[shared:])
+        head, key, (offered, tools) = self._request_json(request, messages[shared:])
         reply_json = None if reply is None else _json(reply)
         error_json = None if error is None else _json(error)
 
@@ -164,25 +181,32 @@ class TracedModel:
             run_id, name, now = self.run_id, self.name, time.time()
 
             def row(tx: Any) -> tuple[Any, ...]:
+                # Rows are made in call order, so the row that holds these tools has its number.
                 n = writer.next_exchange(tx)
                 base, self._last_n = (self._last_n if shared else 0), n
-                return (run_id, n, base, shared, name, request_json, reply_json, error_json, now)
+                at = self._tools_at
+                if at is not None and at[0] == key:
+                    return (run_id, n, base, shared, name, head, reply_json, error_json, now, at[1])
+                self._tools_at = key, n, offered
+                request_json = f'{head[:-1]}, "tools": {tools}}}'
+                return (run_id, n, base, shared, name, request_json, reply_json, error_json, now, None)
 
             writer.exchanges.append(row)
             return
 
-        def write(tx: Any) -> None:
+        def write(tx: Any) -> None:  # the tools written whole: later rows may point here
             self._last_n = insert_exchange(
                 tx,
                 self.run_id,
                 model=self.name,
-                request_json=request_json,
+                request_json=f'{head[:-1]}, "tools": {tools}}}',
                 reply_json=reply_json,
                 error_json=error_json,
                 base=self._last_n if shared else 0,
                 prefix=shared,
                 n=None if writer is None else writer.next_exchange(tx),
             )
+            self._tools_at = key, self._last_n, offered
 
         if writer is not None:  # a model called before the run's first event: its row may be missing
             writer.add_rows(write)
@@ -194,14 +218,17 @@ class TracedModel:
 
             await asyncio.to_thread(commit)
 
-    def _request_json(self, request: ModelRequest, added: list[Any]) -> str:
+    def _request_json(
+        self, request: ModelRequest, added: list[Any]
+    ) -> tuple[str, tuple[int, ...], tuple[list[Any], str]]:
+        """The request's JSON without its tools (the messages `added`, tool_choice), the tools'
+        key (their ids: the runtime offers the same dicts each call), the tools and their JSON."""
         key = tuple(map(id, request.tools))
         kept = self._tools_json.get(key)
         if kept is None:
             if len(self._tools_json) >= 64:
                 self._tools_json.clear()
             kept = self._tools_json[key] = (list(request.tools), json.dumps(request.tools, ensure_ascii=False))
-        tools = kept[1]
         # pydantic_core's encoder: the JSON json.dumps(..., ensure_ascii=False, default=str) would
         # write, without its spaces, in a sixth of the time (tool results are long strings).
         head_of = {"messages": added, "tool_choice": request.tool_choice}
@@ -209,4 +236,4 @@ class TracedModel:
             head = to_json(head_of, fallback=str).decode()
         except ValueError:  # what it will not write (bytes that are not UTF-8): as json writes it
             head = json.dumps(head_of, ensure_ascii=False, default=str)
-        return f'{head[:-1]}, "tools": {tools}}}'
+        return head, key, kept

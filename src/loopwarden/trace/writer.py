@@ -28,8 +28,8 @@ ExchangeRow = Callable[[Any], tuple[Any, ...]]
 """A model exchange's row (its values in INSERT_EXCHANGE's order), given the open transaction."""
 
 INSERT_EXCHANGE = (
-    "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts, tools_from)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 MAX_BATCH = 256

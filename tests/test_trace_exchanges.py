@@ -1,0 +1,143 @@
+"""Model exchanges stored with their tools once (migration 5: a request that offers the tools of
+an earlier row of its run is stored without them, `tools_from` naming that row) read back whole,
+on SQLite and Postgres, and so do the rows of stores written before, where every request held its
+own tools."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_core import to_json
+
+from durable_kit import fresh_database
+from loopwarden import Agent
+from loopwarden.models.base import ModelReply, ModelRequest
+from loopwarden.models.scripted import ScriptedModel, call
+from loopwarden.trace.exchanges import TracedModel, cassette_for_run, load_exchanges
+from loopwarden.trace.migrations import MIGRATIONS
+from loopwarden.trace.store import RunStore
+from loopwarden.trace.writer import RunWriter
+from trace_fixtures import read_file
+
+
+def _tool(name: str) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    return {"type": "function", "function": {"name": name, "description": f"{name} a file", "parameters": parameters}}
+
+
+def _request(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelRequest:
+    # As the runtime builds them: the same tool dicts offered call after call (not copies).
+    return ModelRequest.model_construct(messages=list(messages), tools=tools, tool_choice="auto", max_tokens=None)
+
+
+def _open(kind: str, tmp_path: Path, migrations: Any = MIGRATIONS, url: str = "") -> RunStore:
+    if kind == "sqlite":
+        return RunStore(tmp_path / "runs.db", migrations=migrations)
+    from loopwarden.trace.pgstore import PostgresRunStore
+
+    return PostgresRunStore(url, migrations=migrations)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """Opens the same store (each call a new handle), with the migrations given."""
+    if request.param == "sqlite":
+        yield lambda migrations=MIGRATIONS: _open("sqlite", tmp_path, migrations)
+        return
+    pytest.importorskip("psycopg", reason="the durable extra is not installed")
+    with fresh_database() as url:
+        yield lambda migrations=MIGRATIONS: _open("postgres", tmp_path, migrations, url)
+
+
+def _rows(store: RunStore, run_id: str) -> list[tuple[str, int | None]]:
+    rows = store._connection().execute(
+        "SELECT request, tools_from FROM model_exchanges WHERE run_id = ? ORDER BY n", (run_id,)
+    )
+    return [(row["request"], row["tools_from"]) for row in rows.fetchall()]
+
+
+async def test_a_traced_run_stores_its_tools_once_and_reads_every_request_back_whole(opener: Any) -> None:
+    store = opener()
+    model = ScriptedModel([call("read_file", {"path": "a.txt"}), call("read_file", {"path": "b.txt"}), "alpha, beta."])
+    await Agent(model, [read_file], trace=store).run("Read a and b", run_id="r1")
+    exchanges = load_exchanges(opener(), "r1")
+    assert [x.request for x in exchanges] == model.requests
+    assert [x.request.model_dump_json() for x in exchanges] == [r.model_dump_json() for r in model.requests]
+    assert [x.request for x in cassette_for_run(opener(), "r1").interactions] == model.requests
+    rows = _rows(store, "r1")
+    assert [tools_from for _, tools_from in rows] == [None, 1, 1]
+    assert ['"tools"' in request for request, _ in rows] == [True, False, False]
+
+
+async def test_tools_that_change_are_written_again_and_rows_point_at_the_latest(opener: Any) -> None:
+    store = opener()
+    store.create_run(run_id="r", kind="agent", status="running")
+    writer = RunWriter(store, "r")
+    writer.opened = True  # the run's row is there: the exchanges wait for the writer's commit
+    read, write = [_tool("read")], [_tool("write"), _tool("read")]
+    offers = [read, read, write, read, read, []]
+    model = TracedModel(ScriptedModel([f"answer {i}" for i in range(len(offers))]), store, "r", writer)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    sent = []
+    for i, tools in enumerate(offers):
+        sent.append(_request(history, tools))
+        reply = await model.complete(sent[-1])
+        history += [reply.assistant_message(), {"role": "user", "content": f"and then {i}"}]
+        if i == 2:  # rows that point across commits
+            await writer.flush()
+    await writer.flush()
+    exchanges = load_exchanges(opener(), "r")
+    assert [x.request.model_dump_json() for x in exchanges] == [r.model_dump_json() for r in sent]
+    assert [x.request.tools for x in exchanges] == offers
+    assert [tools_from for _, tools_from in _rows(store, "r")] == [None, 1, None, None, 4, None]
+
+
+def _old_request_json(added: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
+    """A request as TracedModel wrote it before migration 5: the messages added, tool_choice, tools."""
+    head = to_json({"messages": added, "tool_choice": "auto"}).decode()
+    return f'{head[:-1]}, "tools": {json.dumps(tools, ensure_ascii=False)}}}'
+
+
+async def test_a_store_written_before_reads_back_whole_and_its_runs_go_on_in_the_new_rows(opener: Any) -> None:
+    old = opener(MIGRATIONS[:4])  # as stores in the field were made
+    old.create_run(run_id="r", kind="agent", status="running")
+    tools = [_tool("read")]
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go é"}]
+    sent, prefix = [], 0
+    with old._write() as tx:  # rows as an earlier version wrote them: every request with its tools
+        for n in (1, 2, 3):
+            sent.append(_request(history, tools))
+            reply = ModelReply(text=f"answer {n}")
+            tx.execute(
+                "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts)"
+                " VALUES ('r', ?, ?, ?, 'm', ?, ?, NULL, 0)",
+                (n, n - 1, prefix, _old_request_json(history[prefix:], tools), reply.model_dump_json()),
+            )
+            prefix = len(history)
+            history += [reply.assistant_message(), {"role": "user", "content": f"more {n}"}]
+    old.close()
+
+    new = opener()
+    assert new.schema_version() == len(MIGRATIONS)
+    assert [x.request.model_dump_json() for x in load_exchanges(new, "r")] == [r.model_dump_json() for r in sent]
+    assert [x.reply.text for x in cassette_for_run(new, "r").interactions if x.reply] == [
+        "answer 1",
+        "answer 2",
+        "answer 3",
+    ]
+    # The same run goes on with this version: its next rows hold the tools once, after the old rows.
+    writer = RunWriter(new, "r")
+    writer.opened = True
+    model = TracedModel(ScriptedModel(["four", "five"]), new, "r", writer)
+    for text in ("four", "five"):
+        sent.append(_request(history, tools))
+        await model.complete(sent[-1])
+        history += [{"role": "assistant", "content": text}, {"role": "user", "content": "next"}]
+    await writer.flush()
+    exchanges = load_exchanges(opener(), "r")
+    assert [x.request.model_dump_json() for x in exchanges] == [r.model_dump_json() for r in sent]
+    assert [tools_from for _, tools_from in _rows(new, "r")] == [None, None, None, None, 4]
