@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,17 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     config.option.loadscopereorder = False  # keep the collection order (start_order below)
     return SharedSetupScheduling(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Bytecode is kept even under PYTHONDONTWRITEBYTECODE=1 (set in many containers and CI images):
+    without it, every process the suite starts (each `loopwarden serve` and `worker`, MCP test
+    server, report run and figure sandbox: hundreds) compiled the project's modules again, and each
+    xdist worker rewrote every test module's asserts again (about 4 s of CPU a worker). Removed here,
+    in the process that starts the xdist workers and every test's subprocess; .pyc files are written
+    to __pycache__ (git-ignored) and used only while their source is unchanged."""
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+        sys.dont_write_bytecode = False
 
 
 @pytest.hookimpl(optionalhook=True)
