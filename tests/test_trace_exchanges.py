@@ -96,6 +96,34 @@ async def test_tools_that_change_are_written_again_and_rows_point_at_the_latest(
     assert [tools_from for _, tools_from in _rows(store, "r")] == [None, 1, None, None, 4, None]
 
 
+async def test_a_row_written_before_the_runs_row_holds_the_tools_the_next_rows_point_at(opener: Any) -> None:
+    store = opener()
+    # Not opened: the first call comes before the run's first event, and its row makes the run's
+    # (on Postgres the earlier code failed here: SQLite's INSERT OR IGNORE is a syntax error there).
+    writer = RunWriter(store, "early")
+    tools = [_tool("read")]
+    model = TracedModel(ScriptedModel(["one", "two", "three"]), store, "early", writer)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    sent = []
+    for i in range(3):
+        if i == 1:
+            writer.opened = True  # the run's row is on its way: rows wait for the events' commit
+        sent.append(_request(history, tools))
+        reply = await model.complete(sent[-1])
+        history += [reply.assistant_message(), {"role": "user", "content": "next"}]
+    await writer.flush()
+    exchanges = load_exchanges(opener(), "early")
+    assert [x.request.model_dump_json() for x in exchanges] == [r.model_dump_json() for r in sent]
+    assert [tools_from for _, tools_from in _rows(store, "early")] == [None, 1, 1]
+    # Alone (no writer: each exchange committed as it comes), every row holds its own tools.
+    alone = TracedModel(ScriptedModel(["a", "b"]), store, "alone")
+    requests = [_request([{"role": "user", "content": "q"}], tools) for _ in range(2)]
+    for request in requests:
+        await alone.complete(request)
+    assert [x.request for x in load_exchanges(opener(), "alone")] == requests
+    assert [tools_from for _, tools_from in _rows(store, "alone")] == [None, None]
+
+
 def _old_request_json(added: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
     """A request as TracedModel wrote it before migration 5: the messages added, tool_choice, tools."""
     head = to_json({"messages": added, "tool_choice": "auto"}).decode()

@@ -68,9 +68,11 @@ def insert_exchange(
     """Write one exchange row in the open transaction `tx`; returns its number (`n`, if given,
     else the run's next). The run's row is made if it is missing."""
     now = time.time()
-    # A model call before the run's first event still has a run row to hang on.
+    # A model call before the run's first event still has a run row to hang on. ON CONFLICT, not
+    # SQLite's INSERT OR IGNORE, which Postgres refuses (a syntax error there: such a call failed).
     tx.execute(
-        "INSERT OR IGNORE INTO runs (id, kind, status, created_at, updated_at) VALUES (?, 'agent', 'running', ?, ?)",
+        "INSERT INTO runs (id, kind, status, created_at, updated_at) VALUES (?, 'agent', 'running', ?, ?)"
+        " ON CONFLICT (id) DO NOTHING",
         (run_id, now, now),
     )
     if n is None:
