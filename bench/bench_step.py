@@ -6,14 +6,24 @@ that part costs a step.
     python bench/bench_step.py                 # the whole step
     python bench/bench_step.py --without detectors --without novelty --without events
 
+    python bench/bench_step.py --fixed         # what a run costs besides its steps, by part
+
 (needs valgrind; each count takes about a minute). `--run N` runs the scenario once in this
 process, the way callgrind runs it.
+
+`--fixed` counts a run's fixed cost: each part of `frameworks.run_loopwarden` repeated RUNS times
+in one process, less a process that only warms up, over RUNS. The parts: `declare` (the bench's
+tool declared afresh on a new closure, as it is per run), `config` (`LoopConfig(budgets=...)`),
+`model` (the `FunctionModel`), `agent` (`Agent(...)` from those), `run` (`agent.run` of an agent
+built once, the model answering at once: run start, one model call, the ending, the result), and
+`whole` (the bench's whole run of 0 steps: its world and meter too). `--part P --run N` runs one.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import itertools
 import os
 import re
@@ -24,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 PARTS = ("detectors", "novelty", "events")
+FIXED = ("declare", "config", "model", "agent", "run", "whole")
+RUNS = 100
 """detectors: none built (the default five off); novelty: a result's content key is a counter
 (no stripping, no encoding); events: the four per-step events are not built (None; their fields still gathered)."""
 
@@ -46,14 +58,14 @@ def leave_out(part: str) -> None:
         EventStamper.built = staticmethod(lambda cls, values, unset=(): None)  # type: ignore[assignment,method-assign]
 
 
-def run_once(steps: int, without: list[str]) -> None:
+def run_once(steps: int, without: list[str], part: str | None = None) -> None:
     warnings.simplefilter("ignore")
     sys.path.insert(0, str(Path(__file__).parent))
     import overhead
     from frameworks import RUNNERS
 
-    for part in without:
-        leave_out(part)
+    for left in without:
+        leave_out(left)
     # Under callgrind a quick tool call takes about 50 times as long; on a loaded machine one can
     # pass INLINE_LIMIT_S and, if the thread waited meanwhile, the tool goes to a worker thread for
     # good: the count then moved by up to 10,000 a step between runs (once 780,000). The limit is
@@ -64,14 +76,56 @@ def run_once(steps: int, without: list[str]) -> None:
 
     async def go() -> Any:
         await RUNNERS["loopwarden"](overhead.scenario(5), 7)  # imports and first-call work, in both runs
-        return await RUNNERS["loopwarden"](overhead.scenario(steps), steps + 2)
+        if part is None:
+            return await RUNNERS["loopwarden"](overhead.scenario(steps), steps + 2)
+        await fixed_part(part, steps)  # with 0, the set-up alone (the base the parts are counted from)
 
     asyncio.run(go())
 
 
-def instructions(steps: int, without: list[str]) -> int:
+async def fixed_part(part: str, runs: int) -> None:
+    """One part of `frameworks.run_loopwarden` (0 steps: the model answers at once), `runs` times."""
+    import overhead
+    from frameworks import RUNNERS, _tool_functions
+    from scenarios import World
+
+    from loopwarden import Agent, Budgets, FunctionModel, LoopConfig, ModelRequest, tool
+
+    scenario = overhead.scenario(0)
+
+    def answer(request: ModelRequest) -> str:
+        return "done"
+
+    def declare() -> list[Any]:
+        return [tool(f) for f in _tool_functions(World(), scenario.tools)]
+
+    def config() -> LoopConfig:
+        return LoopConfig(budgets=Budgets(max_tool_rounds=2, max_model_calls=2))
+
+    def model() -> FunctionModel:
+        return FunctionModel(answer, name="scripted", keep_requests=False)
+
+    declared, configured, scripted = declare(), config(), model()
+    agent = Agent(scripted, declared, config=configured)
+    for _ in range(runs):
+        if part == "declare":
+            declare()
+        elif part == "config":
+            config()
+        elif part == "model":
+            model()
+        elif part == "agent":
+            Agent(scripted, declared, config=configured)
+        elif part == "run":
+            await agent.run(scenario.prompt)
+        else:
+            await RUNNERS["loopwarden"](scenario, 2)
+
+
+def instructions(steps: int, without: list[str], part: str | None = None) -> int:
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
     command += ["--run", str(steps), *(a for part in without for a in ("--without", part))]
+    command += ["--part", part] if part else []
     # One hash seed for every count: string hashes change dict and set work by a few thousand a step.
     env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
     out = subprocess.run(command, capture_output=True, text=True, check=True, env=env).stderr
@@ -84,13 +138,28 @@ def per_step(without: list[str]) -> int:
     return (instructions(260, without) - instructions(60, without)) // 200
 
 
+def fixed() -> None:
+    """Each part's instructions a run: RUNS of it less none, over RUNS (two counts at a time)."""
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        base = pool.submit(instructions, 0, [], "whole")
+        counts = {part: pool.submit(instructions, RUNS, [], part) for part in FIXED}
+        print("| part of a run | instructions a run |\n|---|---:|")
+        for part, count in counts.items():
+            print(f"| {part} | {(count.result() - base.result()) // RUNS:,} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--without", action="append", choices=PARTS, default=[])
     parser.add_argument("--run", type=int)
+    parser.add_argument("--part", choices=FIXED)
+    parser.add_argument("--fixed", action="store_true")
     args = parser.parse_args()
     if args.run is not None:
-        run_once(args.run, args.without)
+        run_once(args.run, args.without, args.part)
+        return 0
+    if args.fixed:
+        fixed()
         return 0
     whole = per_step([])
     print(f"| part of a step | instructions per step |\n|---|---:|\n| the whole step | {whole:,} |")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from .events import StopPolicy
 from .executor import RetryPolicy
+from .frozen import quick_init
 from .guard.budget import Budgets
 from .guard.ladder import Ladder
 
@@ -22,6 +23,7 @@ CHECKLIST_OPEN_REMINDER = (
 )
 
 
+@quick_init  # built per run where an agent is made per request (the bench's runs are)
 @dataclass(frozen=True)
 class LoopConfig:
     ladder: Ladder = field(default_factory=Ladder)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from .config import ASSEMBLED_MARK, NO_CALLS_REQUEST, WRAP_UP_REQUEST
 from .events import (
@@ -17,7 +17,9 @@ from .events import (
     ModelFailed,
     PhaseEnded,
     RunFinished,
+    RunStarted,
     Status,
+    StopPolicy,
 )
 from .guard.budget import HARD_BUDGET_REASONS
 from .guard.ladder import Finding, Rung
@@ -278,6 +280,19 @@ def phase_event(run: Run, reason: str, status: Status, message: str) -> Event:
     )
 
 
+_POLICIES, _STATUSES = frozenset(get_args(StopPolicy)), frozenset(get_args(Status))
+
+
+def started_event(run: Run, intent: str | None) -> Event:
+    """`run_started`: built in field order when its values are of the types validation checks
+    (the model's name and the policy come from the application: else validated, as ever)."""
+    model, policy = run.agent.model.name, run.config.policy
+    if type(model) is not str or policy not in _POLICIES or not (intent is None or type(intent) is str):
+        return run.stamp(RunStarted, input=run.prompt, tools=run.offered, model=model, policy=policy, intent=intent)
+    fields = {"input": run.prompt, "tools": list(run.offered), "model": model, "policy": policy, "intent": intent}
+    return run.stamp.in_order(RunStarted, fields)
+
+
 def finished(
     run: Run,
     status: Status,
@@ -291,14 +306,18 @@ def finished(
     run.totals.duration_s = time.monotonic() - run.started
     run.totals.duplicates_avoided = run.checker.duplicates_avoided
     checklist = run.state.checklist.snapshot() if run.state.checklist else None
-    return run.stamp(
-        RunFinished,
-        status=status,
-        stop_reason=reason,
-        output=output,
-        totals=run.totals_so_far(),
-        checklist=checklist,
-        detectors=list(run.fired),
-        rescued=rescued,
-        assembled=assembled,
-    )
+    fields = {
+        "status": status,
+        "stop_reason": reason,
+        "output": output,
+        "totals": run.totals_so_far(),
+        "checklist": checklist,
+        "detectors": list(run.fired),
+        "rescued": rescued,
+        "assembled": assembled,
+    }
+    # Built in field order when nothing in it comes unchecked from an application (a detector's
+    # own stop reason or name, a checklist's item names): else validated, as every event once was.
+    if checklist is None and type(reason) is str and status in _STATUSES and all(type(n) is str for n in run.fired):
+        return run.stamp.in_order(RunFinished, fields)
+    return run.stamp(RunFinished, **fields)

@@ -1,4 +1,4 @@
-"""A cheaper `__init__` for the frozen dataclasses the loop builds every step.
+"""A cheaper `__init__` for the frozen dataclasses the loop builds every step or every run.
 
 A frozen dataclass's generated `__init__` sets each field with `object.__setattr__(self, name,
 value)`: an attribute lookup, an argument tuple and a type lookup of the name per field, about
@@ -6,7 +6,7 @@ value)`: an attribute lookup, an argument tuple and a type lookup of the name pe
 gives the class an `__init__` with the same signature that sets each field through its slot's
 own descriptor (slotted classes) or into the instance dict (others): the same instance, at
 about 60% of the cost. The class stays frozen (assignment still raises), and equality, hash and
-repr are the dataclass's own. tests/test_hot_path.py compares instances with those the
+repr are the dataclass's own. tests/test_frozen.py compares instances with those the
 generated `__init__` makes.
 """
 
@@ -18,32 +18,45 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+_FACTORY: Any = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", object())
+"""The generated `__init__`'s default for a field with a default factory (shown as `<factory>`)."""
+
+
 def quick_init(cls: type[T]) -> type[T]:
-    """Give a frozen dataclass (fields all in `__init__`, no default factory, no `__post_init__`)
-    an `__init__` that does not call `object.__setattr__` per field; apply above `@dataclass`."""
+    """Give a frozen dataclass (no `__post_init__`; a field left out of `__init__` only with a
+    default factory) an `__init__` that does not call `object.__setattr__` per field; apply
+    above `@dataclass`. Default factories and keyword-only fields are as the generated one has them."""
     params = getattr(cls, "__dataclass_params__", None)
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
     if (
         params is None
         or not params.frozen
         or hasattr(cls, "__post_init__")
-        or any(not f.init or f.default_factory is not dataclasses.MISSING for f in fields)
+        or any(not f.init and f.default_factory is dataclasses.MISSING for f in fields)
     ):
         raise TypeError(f"quick_init needs a frozen dataclass with plain fields: {cls.__name__}")
     slotted = "__slots__" in cls.__dict__
-    scope: dict[str, Any] = {}
-    signature, body = ["self"], []
+    scope: dict[str, Any] = {"_FACTORY": _FACTORY}
+    positional, keywords, body = ["self"], list[str](), list[str]()
     for i, f in enumerate(fields):
-        if f.default is dataclasses.MISSING:
-            signature.append(f.name)
-        else:
+        value = f.name
+        if f.default_factory is not dataclasses.MISSING:
+            scope[f"_factory{i}"] = f.default_factory
+            value = f"_factory{i}() if {f.name} is _FACTORY else {f.name}" if f.init else f"_factory{i}()"
+            default = "=_FACTORY"
+        elif f.default is not dataclasses.MISSING:
             scope[f"_default{i}"] = f.default
-            signature.append(f"{f.name}=_default{i}")
+            default = f"=_default{i}"
+        else:
+            default = ""
+        if f.init:
+            (keywords if f.kw_only else positional).append(f"{f.name}{default}")
         if slotted:
             scope[f"_set{i}"] = cls.__dict__[f.name].__set__
-            body.append(f"    _set{i}(self, {f.name})")
+            body.append(f"    _set{i}(self, {value})")
         else:
-            body.append(f"    own[{f.name!r}] = {f.name}")
+            body.append(f"    own[{f.name!r}] = {value}")
+    signature = positional + (["*", *keywords] if keywords else [])
     head = [f"def __init__({', '.join(signature)}):"] + ([] if slotted else ["    own = self.__dict__"])
     exec("\n".join(head + body), scope)  # built from the class's own field names
     init = scope["__init__"]

@@ -31,6 +31,7 @@ from .ending import (
     finished,
     model_event,
     phase_event,
+    started_event,
     verdict_event,
 )
 from .events import (
@@ -39,7 +40,6 @@ from .events import (
     HandedOff,
     IntentRouted,
     NudgeInjected,
-    RunStarted,
     ToolCallFinished,
     ToolCallProposed,
     ToolsDiscovered,
@@ -47,7 +47,7 @@ from .events import (
 )
 from .executor import Executor
 from .guard import FORGET_CALL_RECORDS, build_detectors
-from .guard.detector import overriding
+from .guard.detector import hooked
 from .guard.ladder import Finding, Rung
 from .guard.monologue import PENDING_TERMINAL, open_work
 from .guard.novelty import novelty_of
@@ -60,6 +60,7 @@ from .proposals import Proposal, ProposalChecker, first_stopped, terminal_result
 from .scope import Scope, request_text
 from .slots import RunClock
 from .state import Checklist, RunState
+from .trusted import trusted
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -82,7 +83,7 @@ class Run:
     ) -> None:
         self.agent, self.config, self.run_id = agent, agent.config, run_id
         self.stamp = stamper or EventStamper(run_id)
-        self.totals = Totals()
+        self.totals = trusted(Totals, {})  # every count at its default: Totals() validates the defaults
         self.deps, self.on_text, self.wrap_model = deps, on_text, wrap_model
         self.handed_from: Run | None = handed_from
         self.handed_to: Run | None = None
@@ -92,7 +93,7 @@ class Run:
         self.novelty = novelty_of(self.state)
         self.repeats = RepeatGuard(self.config.ladder, self.novelty)
         self.detectors = build_detectors(agent.detectors, self.config.disabled_detectors)
-        self._hooked = {hook: overriding(self.detectors, hook) for hook in ("on_calls", "on_results", "on_text")}
+        self._hooked = hooked(self.detectors)
         self._hooks = {hook: [getattr(d, hook) for d in found] for hook, found in self._hooked.items()}
         self._reuse = all(type(d) in FORGET_CALL_RECORDS for d in self._hooked["on_calls"])  # one record a call
         self._terminals = [  # a handoff is an option, not the way to finish
@@ -136,14 +137,7 @@ class Run:
         route = await self.scope.open(self.agent.router, request, self.agent.offered)
         self.offered = self.scope.base
         if self.handed_from is None:  # a handed-over run goes on under the run_started already told
-            yield self.stamp(
-                RunStarted,
-                input=self.prompt,
-                tools=self.offered,
-                model=self.agent.model.name,
-                policy=self.config.policy,
-                intent=route.intent_name if route else None,
-            )
+            yield started_event(self, route.intent_name if route else None)
         if route is not None:
             self.scope.charge(self.totals, self.config.budgets)
             yield self.stamp(IntentRouted, **self.scope.route_fields())

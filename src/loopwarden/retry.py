@@ -21,6 +21,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
+from .frozen import quick_init
+
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
 """Besides every 5xx: request timeout, conflict (a lock that timed out), too early, rate limited."""
 
@@ -60,6 +62,7 @@ def retry_after_seconds(headers: Mapping[str, str] | None, *, now: float | None 
     return max(when.timestamp() - (time.time() if now is None else now), 0.0)
 
 
+@quick_init  # a LoopConfig's default
 @dataclass(frozen=True)
 class RetryPolicy:
     """How many attempts, how long to wait between them, and when to stop trying."""

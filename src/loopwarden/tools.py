@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from .context import context_now
 from .errors import ToolDefinitionError
 from .fastjson import encoder
+from .frozen import quick_init
 from .retry import is_retryable_status
 from .signatures import args_model as signature_model
 from .signatures import arguments_schema, parse_docstring
@@ -198,6 +199,7 @@ class ToolPace:
             self.blocks = True
 
 
+@quick_init  # declared per run by code that makes its tools per request
 @dataclass(frozen=True)
 class Tool:
     """A callable the model may propose, with the flags the runtime needs to guard it."""
@@ -388,9 +390,7 @@ def tool(
             object.__setattr__(declared, "pace", pace_of(func, tool_name))  # frozen: set once, here
         return declared
 
-    if fn is not None:
-        return build(fn)
-    return build
+    return build(fn) if fn is not None else build
 
 
 MAX_OFFERS_KEPT = 256

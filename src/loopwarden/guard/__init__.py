@@ -32,6 +32,8 @@ when only these see a turn's records, the loop fills the same records in with th
 
 def default_detectors(disabled: Collection[str] = ()) -> list[DetectorFactory]:
     """The detectors an Agent uses when given none, minus those named in `disabled`."""
+    if not disabled:  # the common case, once per run
+        return list(DEFAULT_DETECTORS.values())
     unknown = set(disabled) - set(DEFAULT_DETECTORS) - {"repeated_call"}
     if unknown:
         raise ConfigError(f"unknown detector names: {sorted(unknown)}; known: {sorted(DEFAULT_DETECTORS)}")
@@ -41,6 +43,8 @@ def default_detectors(disabled: Collection[str] = ()) -> list[DetectorFactory]:
 def build_detectors(factories: Sequence[DetectorFactory] | None, disabled: Collection[str] = ()) -> list[Detector]:
     """One run's detectors: the defaults when `factories` is None, none when it is empty."""
     chosen = default_detectors(disabled) if factories is None else factories
+    if not disabled:
+        return [make() for make in chosen]
     return [detector for detector in (make() for make in chosen) if detector.name not in disabled]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..events import Totals
+from ..frozen import quick_init
 from ..models.base import Usage
 
 
@@ -23,6 +24,7 @@ class Price:
         return (fresh * self.input + usage.cached_tokens * cached_rate + usage.completion_tokens * self.output) / 1e6
 
 
+@quick_init  # as LoopConfig
 @dataclass(frozen=True)
 class Budgets:
     max_tool_rounds: int | None = 20

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .detector import Detector
-from .ladder import Finding, Ladder
+from .ladder import Finding, Ladder, shared_ladder
 from .novelty import novelty_of
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class CycleDetector(Detector):
         self.escalate_after = escalate_after
         """Calls that must continue a cycle before the next rung (a full period if shorter)."""
         self.window = window if window is not None else 4 * max_period
-        self.ladder = ladder or Ladder(nudge_at=1, narrow_at=2, stop_at=3)
+        self.ladder = ladder or shared_ladder(1, 2, 3)
         self._sequence: list[str] = []  # the most recent calls only
         self._news: list[int] = []  # the run's novelty when each of them was proposed
         self._position = 0  # calls seen in the run

@@ -9,11 +9,10 @@ once: nothing about it changed, so nothing about the outcome will.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import TYPE_CHECKING
 
 from .detector import Detector
-from .ladder import Finding, Ladder, Rung
+from .ladder import Finding, Ladder, Rung, shared_ladder
 
 if TYPE_CHECKING:
     from ..state import CallRecord, RunState
@@ -36,8 +35,8 @@ class ErrorLoopDetector(Detector):
     stop_reason = "error_loop"
 
     def __init__(self, *, ladder: Ladder | None = None) -> None:
-        self.ladder = ladder or Ladder(nudge_at=3, narrow_at=4, stop_at=5)
-        self._counts: Counter[tuple[str, str]] = Counter()
+        self.ladder = ladder or shared_ladder(3, 4, 5)
+        self._counts: dict[tuple[str, str], int] = {}  # a Counter's own __init__ is a Python call per run
         self._last_error: dict[tuple[str, str], str] = {}  # (fingerprint, error type) -> error text
         self._examples: dict[tuple[str, str], list[str]] = {}
 
@@ -61,8 +60,7 @@ class ErrorLoopDetector(Detector):
                 self._examples.pop(key, None)
             return None
         key = (record.tool, result.error_type or "error")
-        self._counts[key] += 1
-        count = self._counts[key]
+        count = self._counts[key] = self._counts.get(key, 0) + 1
         examples = self._examples.setdefault(key, [])
         examples.append(f"{record.fingerprint} -> {result.error_type}: {(result.message or '')[:200]}")
         del examples[:-5]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
+
+from ..frozen import quick_init
 
 
 class Rung(StrEnum):
@@ -13,6 +16,7 @@ class Rung(StrEnum):
     STOP = "stop"
 
 
+@quick_init  # built per run (a config's default, each detector's own)
 @dataclass(frozen=True)
 class Ladder:
     """Counts at which a detector steers, narrows and stops (1-based occurrence counts)."""
@@ -29,6 +33,13 @@ class Ladder:
         if count >= self.nudge_at:
             return Rung.NUDGE
         return Rung.NONE
+
+
+@lru_cache(maxsize=64)
+def shared_ladder(nudge_at: int, narrow_at: int, stop_at: int) -> Ladder:
+    """One `Ladder` for these counts, shared: it is frozen and holds ints, so the detectors a run
+    builds (five a run by default) need not make their own."""
+    return Ladder(nudge_at=nudge_at, narrow_at=narrow_at, stop_at=stop_at)
 
 
 @dataclass(frozen=True)

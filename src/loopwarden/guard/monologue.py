@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .detector import Detector
-from .ladder import Finding, Ladder, Rung
+from .ladder import Finding, Ladder, Rung, shared_ladder
 
 if TYPE_CHECKING:
     from ..state import CallRecord, RunState
@@ -41,7 +41,7 @@ class MonologueDetector(Detector):
     stop_reason = "monologue"
 
     def __init__(self, *, replies: int = 2, ladder: Ladder | None = None) -> None:
-        self.ladder = ladder or Ladder(nudge_at=replies, narrow_at=replies + 1, stop_at=replies + 2)
+        self.ladder = ladder or shared_ladder(replies, replies + 1, replies + 2)
         self._streak: list[str] = []
 
     def on_calls(self, turn: int, records: list[CallRecord], state: RunState) -> Finding | None:

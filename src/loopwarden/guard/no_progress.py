@@ -28,7 +28,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from .detector import Detector
-from .ladder import Finding, Ladder, Rung
+from .ladder import Finding, Ladder, Rung, shared_ladder
 from .novelty import VOLATILE_KEY, content_hash, novelty_of
 from .targets import same_target, systematic
 
@@ -74,7 +74,7 @@ class NoProgressDetector(Detector):
     stop_reason = "no_progress"
 
     def __init__(self, *, rounds: int = 3, window: int = 32, ladder: Ladder | None = None) -> None:
-        self.ladder = ladder or Ladder(nudge_at=rounds, narrow_at=rounds + 1, stop_at=rounds + 2)
+        self.ladder = ladder or shared_ladder(rounds, rounds + 1, rounds + 2)
         self.window = window
         """Earlier calls per tool that a call is compared with."""
         self._asked: dict[str, deque[Any]] = {}

@@ -22,7 +22,6 @@ identical call steers, the 5th stops).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -77,7 +76,7 @@ class RepeatGuard:
         self._after: dict[str, tuple[int, int]] = {}  # fingerprint -> (writes, text) once answered
         self._changed: set[str] = set()  # its last run returned something other than the run before
         self._digest: dict[str, str] = {}
-        self._held_by_text: Counter[str] = Counter()
+        self._held_by_text: dict[str, int] = {}
         self._asks = 0  # proposals seen
         self._asked_at: dict[str, int] = {}
         self._known: dict[str, _Known] = {}
@@ -120,8 +119,8 @@ class RepeatGuard:
         writes, text = after
         if self.novelty.writes > writes or fp in self._changed:
             return True
-        if other_calls and self.novelty.text > text and self._held_by_text[fp] < self.text_allowance:
-            self._held_by_text[fp] += 1
+        if other_calls and self.novelty.text > text and (held := self._held_by_text.get(fp, 0)) < self.text_allowance:
+            self._held_by_text[fp] = held + 1
             return True
         return False
 

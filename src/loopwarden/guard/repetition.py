@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .detector import Detector
-from .ladder import Finding, Ladder, Rung
+from .ladder import Finding, Ladder, Rung, shared_ladder
 
 if TYPE_CHECKING:
     from ..state import RunState
@@ -44,12 +44,15 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _TOKEN = re.compile(r"\w+", re.UNICODE)  # words only: "......" or "----" is punctuation, not chanting
 _GLUED = re.compile(r"(\S{1,32}?)\1{9,}")
 _LETTER_RUN = re.compile(r"([^\W\d_])\1{39,}")
+_NO_SENTENCES: Counter[str] = Counter()  # read only (a Counter's missing key reads 0, not stored)
 TAIL = 4000
 """Characters at the end of a reply the character-level sign looks at."""
 
 
 def glued_repeat(text: str, tail: int = TAIL) -> str | None:
     """A unit of characters repeated back to back with no space ("SELECTSELECT..."), or None."""
+    if len(text) < 40:  # both signs need 40 characters
+        return None
     end = text[-tail:]
     for match in _GLUED.finditer(end):
         unit, span = match.group(1), len(match.group(0))
@@ -81,7 +84,9 @@ def prose(text: str) -> str:
 
 def sentences(text: str, min_words: int = 3) -> list[str]:
     """Normalised sentences of at least `min_words` words."""
-    found = []
+    found: list[str] = []
+    if len(text.split()) < min_words:  # sentences share out the text's words: none can have enough
+        return found
     for raw in _SENTENCE_END.split(text):
         sentence = " ".join(raw.lower().split())
         if len(sentence.split()) >= min_words:
@@ -121,9 +126,9 @@ class RepetitionDetector(Detector):
         self.sentence_repeats = sentence_repeats
         self.token_repeats = token_repeats
         self.across_replies = across_replies
-        self.ladder = ladder or Ladder(nudge_at=1, narrow_at=2, stop_at=3)
+        self.ladder = ladder or shared_ladder(1, 2, 3)
         self._strikes = 0
-        self._spoken: Counter[str] = Counter()  # sentence -> text-only replies it appeared in
+        self._spoken: dict[str, int] = {}  # sentence -> text-only replies it appeared in (a Counter's __init__ costs)
         self._last_text_turn = 0
         self._tool_call_since_last_text = False
 
@@ -150,11 +155,15 @@ class RepetitionDetector(Detector):
 
     def _signs(self, body: str, *, text_only: bool) -> list[str]:
         evidence = []
-        counts = Counter(sentences(body))
-        for sentence, n in counts.most_common(3):
-            if n >= self.sentence_repeats:
-                evidence.append(f"{n}x in one reply: {sentence[:200]}")
-        group, run = longest_token_run(body)
+        found = sentences(body)
+        counts = Counter(found) if found else _NO_SENTENCES
+        if counts and max(counts.values()) >= self.sentence_repeats:  # most_common sorts: only when one counts
+            for sentence, n in counts.most_common(3):
+                if n >= self.sentence_repeats:
+                    evidence.append(f"{n}x in one reply: {sentence[:200]}")
+        # A run of a token group is at most as long as the text has tokens (a short reply: no search).
+        enough = len(_TOKEN.findall(body)) >= self.token_repeats
+        group, run = longest_token_run(body) if enough else ("", 0)
         if run >= self.token_repeats:
             evidence.append(f"{run}x back to back: {group[:80]}")
         elif (glued := glued_repeat(body)) is not None:
@@ -163,9 +172,9 @@ class RepetitionDetector(Detector):
             if self._tool_call_since_last_text:
                 self._spoken.clear()
             for sentence in counts:
-                self._spoken[sentence] += 1
-                if self._spoken[sentence] >= self.across_replies and counts[sentence] < self.sentence_repeats:
-                    evidence.append(f"in {self._spoken[sentence]} replies: {sentence[:200]}")
+                spoken = self._spoken[sentence] = self._spoken.get(sentence, 0) + 1
+                if spoken >= self.across_replies and counts[sentence] < self.sentence_repeats:
+                    evidence.append(f"in {spoken} replies: {sentence[:200]}")
         return evidence
 
     @staticmethod
