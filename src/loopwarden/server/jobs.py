@@ -85,16 +85,10 @@ def build_job_config(request: RunRequest) -> Any:
         strict=request.strict,
         approve_code=request.approve_code,
     )
-    validate = getattr(report_config, "validate_report_config", None)
-    if validate is not None:
-        try:
-            validate(config)
-        except ValueError as error:
-            raise InvalidRun(str(error)) from error
-        except Exception as error:  # ReportInputError may not subclass ValueError
-            if type(error).__name__ == "ReportInputError":
-                raise InvalidRun(str(error)) from error
-            raise
+    try:
+        report_config.validate_report_config(config)
+    except ValueError as error:  # ReportInputError is one: a request that cannot run, nothing written
+        raise InvalidRun(str(error)) from error
     return config
 
 
