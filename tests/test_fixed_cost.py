@@ -286,3 +286,48 @@ def test_repetition_signs_with_short_text_shortcuts_are_the_full_search(threshol
         body = repetition.prose(text)
         assert detector._signs(body, text_only=text_only) == _old_signs(detector, spoken, body, text_only, cleared)
         assert detector._spoken == dict(spoken)
+
+
+def test_a_new_run_id_is_the_uuid4_hex_of_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import random
+    import uuid
+
+    from loopwarden import agent
+
+    draw = random.Random(7)
+    for raw in [bytes(16), b"\xff" * 16, *(draw.randbytes(16) for _ in range(500))]:
+        monkeypatch.setattr(agent.os, "urandom", lambda n, raw=raw: raw)
+        made = agent.new_run_id()
+        assert made == uuid.UUID(bytes=raw, version=4).hex
+    monkeypatch.setattr(agent.os, "urandom", os.urandom)
+    assert uuid.UUID(hex=agent.new_run_id()).version == 4
+
+
+async def test_an_answer_with_no_verifier_ends_the_run_as_a_verified_one_does() -> None:
+    from loopwarden import call
+
+    def script(request: Any) -> Any:
+        return call("look", {"q": "x"}) if len(request.messages) < 3 else "the answer"
+
+    def look(q: str) -> str:
+        return q
+
+    def passes(text: str) -> str | None:
+        return None
+
+    runs = []
+    for verifiers in ([], [passes]):
+        agent: Agent[Any, Any] = Agent(FunctionModel(script, name="m"), [look], verifiers=verifiers)
+        runs.append(await agent.run("go", run_id="r"))
+    plain, verified = runs
+
+    def without_ids(item: Any) -> Any:  # call ids are numbered across the process
+        if isinstance(item, dict):
+            return {k: without_ids(v) for k, v in item.items() if k not in ("id", "tool_call_id", "call_id")}
+        return [without_ids(v) for v in item] if isinstance(item, list) else item
+
+    assert without_ids(plain.messages) == without_ids(verified.messages)
+    assert plain.output == verified.output == "the answer" and len(plain.events) == len(verified.events) > 4
+    drop = {"ts": True, "duration_ms": True, "totals": {"duration_s"}, "tool_call_id": True, "call_id": True}
+    assert [e.model_dump(exclude=drop) for e in plain.events] == [e.model_dump(exclude=drop) for e in verified.events]

@@ -142,8 +142,14 @@ async def finish_with_answer(
         if first_failure(run.verifiers, text) is not None:
             yield finished(run, "failed", "verifier_failed", text)
             return
+    yield answered(run, text, stop_reason, status)
+
+
+def answered(run: Run, text: str, stop_reason: str, status: Status = "completed") -> Event:
+    """The accepted answer into the history, and the run's end; what `finish_with_answer` ends
+    with, and all it does for a run with no verifier (the loop then calls this alone)."""
     run.messages.append({"role": "assistant", "content": text})
-    yield finished(run, status, stop_reason, run.output.dump() if run.output is not None else text)
+    return finished(run, status, stop_reason, run.output.dump() if run.output is not None else text)
 
 
 async def approval_review(run: Run, proposals: list[Proposal]) -> AsyncIterator[Event]:

@@ -22,6 +22,7 @@ from .context import RunContext, current_context
 from .ending import (
     Stop,
     after_stop,
+    answered,
     approval_review,
     call_model,
     check_budgets,
@@ -160,6 +161,9 @@ class Run:
                         reply = None
                         continue
                     if not reply.tool_calls:
+                        if not self.verifiers:  # nothing to verify: no async generator for the ending
+                            yield answered(self, reply.text or "", "final_answer")
+                            return
                         async for event in finish_with_answer(self, reply, "final_answer"):
                             yield event
                         return
