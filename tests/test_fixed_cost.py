@@ -30,18 +30,17 @@ def _twins(slots: bool) -> tuple[type[Any], type[Any]]:
     fields, twice: with its generated __init__, and with quick_init's."""
 
     def make() -> type[Any]:
-        @dataclasses.dataclass(frozen=True, slots=slots)
-        class Shape:
-            x: int
-            tags: list[str] = dataclasses.field(default_factory=list)
-            weight: float = 1.5
-            seen: dict[str, int] = dataclasses.field(default_factory=dict, init=False)
-            _: dataclasses.KW_ONLY
-            label: str
-            extra: list[int] = dataclasses.field(default_factory=lambda: [1])
-            note: str | None = None
-
-        return Shape
+        field = dataclasses.field
+        specs = [
+            ("x", int),
+            ("tags", list[str], field(default_factory=list)),
+            ("weight", float, field(default=1.5)),
+            ("seen", dict[str, int], field(default_factory=dict, init=False)),
+            ("label", str, field(kw_only=True)),
+            ("extra", list[int], field(default_factory=lambda: [1], kw_only=True)),
+            ("note", str | None, field(default=None, kw_only=True)),
+        ]
+        return dataclasses.make_dataclass("Shape", specs, frozen=True, slots=slots)
 
     return make(), quick_init(make())
 
