@@ -330,3 +330,27 @@ async def test_an_answer_with_no_verifier_ends_the_run_as_a_verified_one_does() 
     assert plain.output == verified.output == "the answer" and len(plain.events) == len(verified.events) > 4
     drop = {"ts": True, "duration_ms": True, "totals": {"duration_s"}, "tool_call_id": True, "call_id": True}
     assert [e.model_dump(exclude=drop) for e in plain.events] == [e.model_dump(exclude=drop) for e in verified.events]
+
+
+def test_requests_and_replies_built_in_order_share_a_fields_set_until_one_is_assigned() -> None:
+    from loopwarden.models.base import ModelReply, ModelRequest, Usage
+    from loopwarden.models.scripted import as_reply
+    from loopwarden.trusted import in_order
+
+    def request() -> ModelRequest:
+        values = {"messages": [], "tools": [], "tool_choice": None, "max_tokens": None, "on_text": None}
+        return in_order(ModelRequest, values)
+
+    a, b = request(), request()
+    assert a.model_fields_set is b.model_fields_set  # one set for the shape: no copy per step
+    validated = ModelRequest(messages=[], tools=[], tool_choice=None, max_tokens=None, on_text=None)
+    assert a.model_fields_set == validated.model_fields_set
+    a.max_tokens = 5
+    assert a.max_tokens == 5 and b.max_tokens is None and b.model_fields_set == request().model_fields_set
+    c, d = as_reply("done", Usage()), as_reply("done", Usage())
+    validated_reply = ModelReply(text="done", usage=Usage(), finish_reason="stop")
+    assert c.model_fields_set is d.model_fields_set and c.model_fields_set == validated_reply.model_fields_set
+    c.model = "m"
+    assert c.model_fields_set == {"text", "usage", "finish_reason", "model"} and "model" not in d.model_fields_set
+    copied = d.model_copy(update={"reasoning": "r"})
+    assert "reasoning" in copied.model_fields_set and "reasoning" not in d.model_fields_set

@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ModelError
+from ..trusted import own_fields_set_first
 
 Message = dict[str, Any]
 """One OpenAI chat message (`role`, `content`, `tool_calls`, `tool_call_id`, ...)."""
@@ -56,6 +57,8 @@ class ToolCall(BaseModel):
 
 
 class ModelRequest(BaseModel):
+    __setattr__ = own_fields_set_first  # built in order each step: they share a fields-set (trusted.py)
+
     messages: list[Message]
     tools: list[dict[str, Any]] = Field(default_factory=list)
     tool_choice: ToolChoice | None = None
@@ -78,6 +81,8 @@ class ClientNote(BaseModel):
 
 
 class ModelReply(BaseModel):
+    __setattr__ = own_fields_set_first  # as ModelRequest
+
     text: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
