@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loopwarden.models.budget import estimate_text_tokens, estimate_tokens, fit_request
+from loopwarden.models.budget import MARGIN_TOKENS, estimate_text_tokens, estimate_tokens, fit_request
 
 SYSTEM = {"role": "system", "content": "You explore files."}
 TASK = {"role": "user", "content": "Read notes.txt and report the peak field."}
@@ -52,6 +52,21 @@ def test_a_fitted_history_keeps_the_task_and_the_latest_turn_and_every_call_of_a
     if whole_turn.fits and whole_turn.clipped_chars == 0:  # the task and the latest turn alone fit
         assert fitted.fits
         assert estimate_tokens(sent) + (fitted.max_tokens or 0) <= window
+
+
+def test_an_asked_output_cap_below_the_minimum_is_never_raised() -> None:
+    # Found by hypothesis (the test above, unseeded): max_tokens=16 was raised to 256, the minimum
+    # kept for a shrunk cap, so a history whose latest turn fits with 16 was trimmed and still did not fit.
+    read = {"name": "read_file", "arguments": "{}"}
+    calls = [{"id": f"c16.{j}", "type": "function", "function": read} for j in range(3)]
+    turn = [{"role": "assistant", "content": "", "tool_calls": calls}]
+    turn += [{"role": "tool", "tool_call_id": c["id"], "content": "r" * 258} for c in calls]
+    history = [SYSTEM, TASK, *[{"role": "user", "content": "t"}] * 16, *turn]
+    assert estimate_tokens(history) + 16 > 600 - MARGIN_TOKENS  # the whole history does not fit
+    fitted = fit_request(history, None, window=600, max_tokens=16)
+    assert fitted.max_tokens == 16
+    assert fitted.fits and fitted.messages[-len(turn) :] == turn
+    assert estimate_tokens(fitted.messages) + 16 <= 600
 
 
 @given(st.text(st.characters(exclude_categories=())))  # lone surrogates too: a tool result may hold them

@@ -86,7 +86,8 @@ def fit_request(
     output = max_tokens if max_tokens is not None else max(MIN_OUTPUT_TOKENS, room // 4)
     if prompt + output <= room:
         return Fitted(messages, max_tokens if max_tokens is not None else None, prompt_tokens=prompt)
-    output = max(MIN_OUTPUT_TOKENS, min(output, room - prompt))
+    # Shrunk to make room, but never below MIN_OUTPUT_TOKENS, nor above what the caller asked for.
+    output = max(min(MIN_OUTPUT_TOKENS, output), min(output, room - prompt))
     if prompt + output <= room:
         return Fitted(messages, output, prompt_tokens=prompt)
     budget = room - output - (prompt - estimate_tokens(messages))
