@@ -17,7 +17,7 @@ from loopwarden.ending import finished, started_event
 from loopwarden.events import RunFinished, RunStarted, Totals
 from loopwarden.frozen import quick_init
 from loopwarden.guard import DEFAULT_DETECTORS, build_detectors, repetition
-from loopwarden.guard.detector import Detector, hooked, overriding
+from loopwarden.guard.detector import Detector, hooked
 from loopwarden.guard.ladder import Ladder, shared_ladder
 from loopwarden.loop import Run
 from loopwarden.retry import RetryPolicy
@@ -136,6 +136,12 @@ class _OwnText(Detector):
         return None
 
 
+def _overriding(detectors: list[Detector], hook: str) -> list[Detector]:
+    """The check `hooked` makes, one hook at a time (the loop's way before it)."""
+    inert = getattr(Detector, hook)
+    return [d for d in detectors if hook in getattr(d, "__dict__", ()) or getattr(type(d), hook, None) is not inert]
+
+
 def test_hooked_is_overriding_for_each_hook() -> None:
     patched = _Quiet()
     patched.on_calls = lambda *args: None  # type: ignore[method-assign]  # an instance's own hook
@@ -149,7 +155,7 @@ def test_hooked_is_overriding_for_each_hook() -> None:
         found = hooked(detectors)
         assert list(found) == ["on_calls", "on_results", "on_text"]
         for hook, chosen in found.items():
-            assert chosen == overriding(detectors, hook)
+            assert chosen == _overriding(detectors, hook)
 
 
 def _run(**config: Any) -> Run:

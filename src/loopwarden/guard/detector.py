@@ -30,18 +30,13 @@ class Detector:
         return None
 
 
-def overriding(detectors: list[Detector], hook: str) -> list[Detector]:
-    """The detectors whose `hook` does something (the base class's hooks do nothing)."""
-    inert = getattr(Detector, hook)
-    return [d for d in detectors if hook in getattr(d, "__dict__", ()) or getattr(type(d), hook, None) is not inert]
-
-
 HOOKS = ("on_calls", "on_results", "on_text")
 _INERT = tuple((hook, getattr(Detector, hook)) for hook in HOOKS)
 
 
 def hooked(detectors: list[Detector]) -> dict[str, list[Detector]]:
-    """`overriding(detectors, hook)` for each of the three hooks, in one pass (once per run)."""
+    """The detectors whose hook does something (the base class's hooks do nothing: an instance's
+    own or a subclass's does), for each of the three hooks, in one pass (once per run)."""
     found: dict[str, list[Detector]] = {hook: [] for hook in HOOKS}
     for detector in detectors:
         own, kind = getattr(detector, "__dict__", ()), type(detector)

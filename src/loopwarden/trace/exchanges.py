@@ -190,8 +190,7 @@ class TracedModel:
                 if at is not None and at[0] == key:
                     return (run_id, n, base, shared, name, head, reply_json, error_json, now, at[1])
                 self._tools_at = key, n, offered
-                request_json = f'{head[:-1]}, "tools": {tools}}}'
-                return (run_id, n, base, shared, name, request_json, reply_json, error_json, now, None)
+                return (run_id, n, base, shared, name, _with_tools(head, tools), reply_json, error_json, now, None)
 
             writer.exchanges.append(row)
             return
@@ -201,7 +200,7 @@ class TracedModel:
                 tx,
                 self.run_id,
                 model=self.name,
-                request_json=f'{head[:-1]}, "tools": {tools}}}',
+                request_json=_with_tools(head, tools),
                 reply_json=reply_json,
                 error_json=error_json,
                 base=self._last_n if shared else 0,
@@ -239,3 +238,8 @@ class TracedModel:
         except ValueError:  # what it will not write (bytes that are not UTF-8): as json writes it
             head = json.dumps(head_of, ensure_ascii=False, default=str)
         return head, key, kept
+
+
+def _with_tools(head: str, tools: str) -> str:
+    """A request's JSON without its tools (`head`, an object) with the tools' JSON added last."""
+    return f'{head[:-1]}, "tools": {tools}}}'
