@@ -98,8 +98,9 @@ def refused_error(refused: list[str]) -> LatexError:
 
 
 async def _xelatex(
-    tools: Toolchain, tex_dir: Path, build: Path, timeout: float, *, no_pdf: bool = False
+    tools: Toolchain, tex_dir: Path, build: Path, timeout: float, *, no_pdf: bool = False, source: str = f"{JOB}.tex"
 ) -> LatexError | None:
+    """One xelatex pass run from `tex_dir` (what it may read), writing to `build`; None when it passed."""
     assert tools.xelatex is not None
     argv = [
         tools.xelatex,
@@ -110,7 +111,7 @@ async def _xelatex(
         f"-output-directory={build}",
     ]
     argv += ["-no-pdf"] if no_pdf else []
-    code, output, refused = await _run([*argv, f"{JOB}.tex"], tex_dir, timeout, readable=tex_dir, writable=build)
+    code, output, refused = await _run([*argv, source], tex_dir, timeout, readable=tex_dir, writable=build)
     if refused:
         return refused_error(refused)
     if code == -1:
@@ -187,16 +188,7 @@ async def check_compiles(tex: str, workdir: Path, tools: Toolchain, *, timeout: 
     scratch.mkdir(parents=True)
     try:
         (scratch / f"{JOB}.tex").write_text(tex, encoding="utf-8")
-        argv = [tools.xelatex, "-interaction=nonstopmode", "-halt-on-error", "-file-line-error", "-no-pdf"]
-        argv += ["-no-shell-escape", f"-output-directory={scratch}", str(scratch / f"{JOB}.tex")]
-        code, output, refused = await _run(argv, workdir, timeout, readable=workdir, writable=scratch)
-        if refused:
-            return refused_error(refused)
-        if code == -1:
-            return LatexError(f"xelatex {output}")
-        if code != 0:
-            return first_error(_read(scratch / f"{JOB}.log") or output) or LatexError(f"xelatex exited with {code}")
-        return None
+        return await _xelatex(tools, workdir, scratch, timeout, no_pdf=True, source=str(scratch / f"{JOB}.tex"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
