@@ -188,7 +188,7 @@ def test_a_zygote_that_cannot_start_leaves_figures_to_spawn(
     monkeypatch.setattr(forkserver.zygote_module, "__file__", str(broken))
     outcome = asyncio.run(sandbox(folders).run("plt.plot([1])", "f"))
     assert outcome.ok, outcome.message
-    assert "the figure zygote did not start" in caplog.text
+    assert "the figure zygote did not start (it exited with status 3 before it was ready)" in caplog.text
     assert forkserver._current == [] and forkserver.get({}, []) is None  # no second try: spawn
 
 

@@ -154,9 +154,15 @@ def _start(env: Mapping[str, str], readable: list[str]) -> Zygote | None:
             ours.settimeout(REPLY_WITHIN)  # sending a request never waits long
             return Zygote(process, ours)
         ours.close()
+        if not message:  # EOF: it is ending by itself; its status says more than a kill's
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=EXIT_GRACE_S)
         process.kill()
-        process.wait()
-        log.warning("the figure zygote did not start (%s); figures spawn their own process", message.decode())
+        status = process.wait()
+        # EOF: the zygote ended before it was ready; its status is all there is to say (its stderr
+        # is closed, as a figure child's output must not reach the host's terminal).
+        reason = message.decode(errors="replace") or f"it exited with status {status} before it was ready"
+        log.warning("the figure zygote did not start (%s); figures spawn their own process", reason)
         return None
     finally:
         shutil.rmtree(mpl, ignore_errors=True)
