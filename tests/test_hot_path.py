@@ -281,6 +281,32 @@ def test_volatile_text_is_blanked_where_the_plain_alternation_blanks_it() -> Non
     assert blanked > len(texts) // 10  # the texts did have volatile parts to blank
 
 
+def test_volatile_text_read_in_c_first_strips_as_the_sub_does() -> None:
+    """_strip_text's shortcut (no candidate for any alternative: the text as it is, or only
+    respaced) against the sub and split it stands for, on random texts."""
+    import random
+
+    from loopwarden.guard.novelty import _VOLATILE_TEXT, _strip_text
+
+    parts = ["2026-12-01", "10:00:00", "1:00", "12.5", "123e4567-e89b-12d3-a456-426614174000", "deadbeef",
+             "deadbee", "beefdeadbeefdead1", "1733130000", "12345", "123", "9", " ms", "ms", "s", " sec", "m", "x",
+             "-", " ", "  ", "\t", "\n", "\x1c", "\x0b", "a", "part-17.txt", "é", "٣", "\u2003", ":", "0"]  # fmt: skip
+    characters = "0123456789abcdefABCDEFxyzmsT :-._\n\t\x1f\x85é٣"
+    rng = random.Random(29)
+    texts = ["no such file: part-17.txt", "", " ", "took 12 ms", "ok", "a  b", " a", "a ", "a\tb", "3 m", "3\x1cs"]
+    for _ in range(20000):
+        texts.append("".join(rng.choice(parts) for _ in range(rng.randint(0, 8))))
+        texts.append("".join(rng.choice(characters) for _ in range(rng.randint(0, 30))))
+    unchanged = respaced = blanked = 0
+    for text in texts:
+        expected = " ".join(_VOLATILE_TEXT.sub("<v>", text).split())
+        assert _strip_text(text) == expected, repr(text)
+        unchanged += expected == text
+        respaced += expected != text and "<v>" not in expected
+        blanked += "<v>" in expected
+    assert min(unchanged, respaced, blanked) > len(texts) // 20  # every way was taken
+
+
 def test_replies_calls_and_results_built_in_order_are_what_validation_makes() -> None:
     from loopwarden.models.base import ModelReply, ToolCall
     from loopwarden.models.scripted import as_reply
