@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, get_args
 
 from .config import ASSEMBLED_MARK, NO_CALLS_REQUEST, WRAP_UP_REQUEST
@@ -15,6 +15,7 @@ from .events import (
     GuardVerdict,
     ModelCalled,
     ModelFailed,
+    NudgeInjected,
     PhaseEnded,
     RunFinished,
     RunStarted,
@@ -257,6 +258,36 @@ def verdict_event(run: Run, p: Proposal) -> Event:
 
 
 _TYPE, _TYPE_EVIDENCE = ("type",), ("type", "evidence")
+
+
+def apply_findings(run: Run) -> Iterator[Event]:
+    """The turn's findings, each told (the ladder's were, per call), then a stop raised, the
+    tools narrowed, a nudge given once per detector."""
+    findings, run.turn_findings = run.turn_findings, []
+    for finding in findings:
+        if finding.rung != Rung.NONE and finding.detector not in run.fired:
+            run.fired.append(finding.detector)
+        if finding.detector != "repeated_call":  # its verdicts were told per call already
+            yield finding_event(run, finding)
+        if finding.rung == Rung.STOP:
+            raise Stop(finding.stop_reason, finding.reason)
+        if finding.rung == Rung.NARROW:
+            _narrow(run, finding)
+        if finding.rung in (Rung.NUDGE, Rung.NARROW) and finding.detector not in run.nudged:
+            run.nudged.add(finding.detector)
+            text = finding.nudge or run.config.nudge_text
+            run.messages.append({"role": "user", "content": text})
+            yield run.stamp(NudgeInjected, turn=run.turn, detector=finding.detector, text=text)
+
+
+def _narrow(run: Run, finding: Finding) -> None:
+    terminal = next((t for t in run.agent.registry if t.terminal and t.wire_name in run.offered), None)
+    if terminal is not None:
+        run.forced_choice = {"type": "function", "function": {"name": terminal.wire_name}}
+    elif finding.require_call:
+        run.forced_choice = "required"
+    else:
+        run.narrowed |= set(finding.tools)
 
 
 def finding_event(run: Run, finding: Finding) -> Event:

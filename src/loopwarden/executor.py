@@ -176,12 +176,18 @@ class Executor:
         here and now, with no coroutine for it, `run_many` or `run` (the executions, or a coroutine
         for the rest when it is to be retried); the general way when this executor's `run` or
         `run_many` is not its class's own (durable/steps.py makes each execution a step)."""
-        if len(jobs) == 1 and type(self) is Executor and jobs[0][0].runs_inline:
-            own = self.__dict__
-            if "run" not in own and "run_many" not in own:
-                done = self.run_inline(*jobs[0])
-                return [done] if isinstance(done, Execution) else _one(done)
+        if len(jobs) == 1 and self.inline(jobs[0][0]):
+            done = self.run_inline(*jobs[0])
+            return [done] if isinstance(done, Execution) else _one(done)
         return self.run_many(jobs)
+
+    def inline(self, tool: Tool) -> bool:
+        """Whether a turn's one call of this tool may be made here and now (`run_inline`): the
+        tool runs inline and this executor's `run` and `run_many` are its class's own."""
+        if type(self) is not Executor or not tool.runs_inline:
+            return False
+        own = self.__dict__
+        return "run" not in own and "run_many" not in own
 
     async def run_many(self, jobs: Sequence[tuple[Tool, BaseModel]]) -> list[Execution]:
         """Run concurrently (bounded); results come back in the order proposed. A write is a

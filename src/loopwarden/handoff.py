@@ -12,16 +12,22 @@ cover both agents.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from .ending import phase_event
 from .errors import ToolDefinitionError
+from .events import Event, HandedOff
+from .proposals import Proposal
 from .tools import Tool
 
 if TYPE_CHECKING:
     from .agent import Agent
+    from .loop import Run
 
 
 @dataclass(frozen=True)
@@ -54,3 +60,36 @@ def handoff(target: Agent[Any, Any], *, name: str, description: str | None = Non
         is_async=True,
         target=target,
     )
+
+
+async def hand_off(run: Run, proposal: Proposal, tool: HandoffTool) -> AsyncIterator[Event]:
+    """The conversation so far, without this agent's system messages, goes on as a run of the
+    target agent: its tools, guard state and budgets, this run's id and numbering."""
+    target: Agent[Any, Any] = tool.target
+    if run.wrap_model is not None:  # traced: the target's model exchanges are kept too
+        target = replace(target, model=run.wrap_model(target.model), trace=False)
+    yield phase_event(run, "handoff", "completed", f"{proposal.call.name} handed the conversation over")
+    carried = [m for m in run.messages if m.get("role") != "system"]  # the target's own come first
+    nxt = type(run)(
+        target,
+        carried,
+        run.run_id,
+        run.stamp,
+        deps=run.deps,
+        on_text=run.on_text,
+        handed_from=run,
+        wrap_model=run.wrap_model,
+    )
+    run.handed_to, run.done = nxt, True
+    run.totals.duration_s = time.monotonic() - run.started
+    run.totals.duplicates_avoided = run.checker.duplicates_avoided
+    yield run.stamp(
+        HandedOff,
+        turn=run.turn,
+        tool=proposal.call.name,
+        model=target.model.name,
+        tools=nxt.offered,
+        reason=str(getattr(proposal.validated, "reason", "") or ""),
+    )
+    async for event in nxt.events():
+        yield event

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import replace
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .approval import ApprovalReview
@@ -23,11 +22,11 @@ from .ending import (
     Stop,
     after_stop,
     answered,
+    apply_findings,
     approval_review,
     call_model,
     check_budgets,
     final_answer,
-    finding_event,
     finish_with_answer,
     finished,
     model_event,
@@ -38,29 +37,28 @@ from .ending import (
 from .events import (
     Event,
     EventStamper,
-    HandedOff,
     IntentRouted,
-    NudgeInjected,
     ToolCallFinished,
     ToolCallProposed,
     ToolsDiscovered,
     Totals,
 )
-from .executor import Executor
+from .executor import Execution, Executor
 from .guard import FORGET_CALL_RECORDS, build_detectors
 from .guard.detector import hooked
 from .guard.ladder import Finding, Rung
 from .guard.monologue import PENDING_TERMINAL, open_work
 from .guard.novelty import novelty_of
 from .guard.repeat import RepeatGuard
-from .handoff import HandoffTool
+from .handoff import HandoffTool, hand_off
 from .hooks import run_hook
 from .models.base import Message, Model, ModelReply, ToolChoice
 from .output import OutputSpec
 from .proposals import Proposal, ProposalChecker, first_stopped, terminal_result
 from .scope import Scope, request_text
 from .slots import RunClock
-from .state import Checklist, RunState
+from .state import CallRecord, Checklist, RunState
+from .tools import Tool, ToolResult
 from .trusted import trusted
 
 if TYPE_CHECKING:
@@ -155,7 +153,7 @@ class Run:
                     check_budgets(self)
                     reply = await call_model(self, self._offered_now(), self._choice_now())
                     yield model_event(self, reply)
-                    for event in self._apply_findings() if self._on_text(reply) else ():  # text flagged: steer
+                    for event in apply_findings(self) if self._on_text(reply) else ():  # text flagged: steer
                         yield event
                     if not reply.tool_calls and self._keep_working(reply):
                         reply = None
@@ -170,6 +168,34 @@ class Run:
                     self.totals.count("tool_rounds")
                     self.messages.append(reply.assistant_message())
                 proposals, reply = self._check(reply), None
+                if len(proposals) == 1 and self._quick(p := proposals[0]):
+                    # The common turn fused (what _proposed, _execute, _finished, _end_phase and
+                    # _steer do for it, in their order): no generator, coroutine or list of its own.
+                    turn, stamp, tool = self.turn, self.stamp, p.tool
+                    assert tool is not None and p.validated is not None
+                    yield stamp.built(ToolCallProposed, p.proposed_fields(turn, stamp.head(ToolCallProposed)))
+                    yield verdict_event(self, p)
+                    if self._hooks["on_calls"]:
+                        self._observe("on_calls", [p.shown_record(self._reuse)])
+                    token = current_context.set(RunContext(self.deps, self.run_id, turn))
+                    try:
+                        done = self.executor.run_inline(tool, p.validated)
+                        execution = done if isinstance(done, Execution) else await done
+                    finally:
+                        current_context.reset(token)
+                    self._executed(p, execution)
+                    event, record = self._finish(p)
+                    yield event
+                    self._settle([record])
+                    if (found := self._discovered([(tool, execution.result)])) is not None:
+                        yield found
+                    if (tool.terminal and execution.result.ok) or self.state.checklist_complete:
+                        async for event in self._end_phase(proposals):
+                            yield event
+                    else:
+                        for event in apply_findings(self) if self.turn_findings else ():
+                            yield event
+                    continue
                 for event in self._proposed(proposals):
                     yield event
                 if self.approvals.needed(proposals):
@@ -186,11 +212,25 @@ class Run:
                         yield event
                 else:
                     self._steer(proposals, stopped)
-                    for event in self._apply_findings() if self.turn_findings else ():
+                    for event in apply_findings(self) if self.turn_findings else ():
                         yield event
         except Stop as stop:
             async for event in after_stop(self, stop):
                 yield event
+
+    def _quick(self, p: Proposal) -> bool:
+        """Whether a turn's one call takes the fused way in `events`: allowed (not refused,
+        repeated, shared or cached), no approval to ask, run inline by the plain executor."""
+        tool = p.tool
+        return (
+            tool is not None
+            and p.validated is not None
+            and p.result is None
+            and p.shares is None
+            and p.decision.action == "allowed"
+            and not tool.requires_approval
+            and self.executor.inline(tool)
+        )
 
     def _check(self, reply: ModelReply) -> list[Proposal]:
         offered = set(self.last_offered)  # what the model was offered for this reply (_offered_now then)
@@ -211,20 +251,33 @@ class Run:
             p.take_shared_result()
         records = []
         for p in proposals:
-            assert p.result is not None
-            content = p.result.to_model_content()
-            self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": content})
-            records.append(record := p.result_record())
-            done = self.state.add(record)
-            head = self.stamp.head(ToolCallFinished)
-            yield self.stamp.built(ToolCallFinished, p.result_fields(self.turn, head, done, content))
+            event, record = self._finish(p)
+            records.append(record)
+            yield event
+        self._settle(records)
+        if (found := self._discovered((p.tool, p.result) for p in proposals)) is not None:
+            yield found
+
+    def _finish(self, p: Proposal) -> tuple[Event, CallRecord]:
+        """A call's result into the history and the state: its `tool_call_finished` and record."""
+        assert p.result is not None
+        content = p.result.to_model_content()
+        self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": content})
+        record = p.result_record()
+        done = self.state.add(record)
+        head = self.stamp.head(ToolCallFinished)
+        return self.stamp.built(ToolCallFinished, p.result_fields(self.turn, head, done, content)), record
+
+    def _settle(self, records: list[CallRecord]) -> None:
+        """After a turn's results: the novelty clock, the ladder, then the detectors see them."""
         self.novelty.observe_results(self.turn, records, self.state)
         self.repeats.settle(records)
         self._observe("on_results", records)
-        if self.scope.search is not None and (found := self.scope.observe((p.tool, p.result) for p in proposals)):
-            yield self.stamp(
-                ToolsDiscovered, turn=self.turn, tools=found, n_tools_offered_next=len(self._offered_now())
-            )
+
+    def _discovered(self, results: Iterable[tuple[Tool | None, ToolResult | None]]) -> Event | None:
+        if self.scope.search is None or not (found := self.scope.observe(results)):
+            return None
+        return self.stamp(ToolsDiscovered, turn=self.turn, tools=found, n_tools_offered_next=len(self._offered_now()))
 
     async def _end_phase(self, proposals: list[Proposal]) -> AsyncIterator[Event]:
         """A terminal tool returned, or the checklist is complete (and no call was stopped)."""
@@ -232,7 +285,7 @@ class Run:
         if terminal is not None:
             assert terminal.result is not None
             if isinstance(terminal.tool, HandoffTool):
-                async for event in self._hand_off(terminal, terminal.tool):
+                async for event in hand_off(self, terminal, terminal.tool):
                     yield event
                 return
             output = terminal.result.data if terminal.result.data is not None else terminal.arguments
@@ -264,32 +317,6 @@ class Run:
             finding = observe(self.turn, records, self.state)
             if finding is not None:
                 self.turn_findings.append(finding)
-
-    def _apply_findings(self) -> Iterator[Event]:
-        findings, self.turn_findings = self.turn_findings, []
-        for finding in findings:
-            if finding.rung != Rung.NONE and finding.detector not in self.fired:
-                self.fired.append(finding.detector)
-            if finding.detector != "repeated_call":  # its verdicts were told per call already
-                yield finding_event(self, finding)
-            if finding.rung == Rung.STOP:
-                raise Stop(finding.stop_reason, finding.reason)
-            if finding.rung == Rung.NARROW:
-                self._narrow(finding)
-            if finding.rung in (Rung.NUDGE, Rung.NARROW) and finding.detector not in self.nudged:
-                self.nudged.add(finding.detector)
-                text = finding.nudge or self.config.nudge_text
-                self.messages.append({"role": "user", "content": text})
-                yield self.stamp(NudgeInjected, turn=self.turn, detector=finding.detector, text=text)
-
-    def _narrow(self, finding: Finding) -> None:
-        terminal = next((t for t in self.agent.registry if t.terminal and t.wire_name in self.offered), None)
-        if terminal is not None:
-            self.forced_choice = {"type": "function", "function": {"name": terminal.wire_name}}
-        elif finding.require_call:
-            self.forced_choice = "required"
-        else:
-            self.narrowed |= set(finding.tools)
 
     def _on_text(self, reply: ModelReply) -> bool:
         """Text detectors see every reply; with calls, their findings wait for the turn's results.
@@ -348,44 +375,13 @@ class Run:
         finally:
             current_context.reset(token)
         for p, execution in zip(runnable, executions, strict=True):
-            p.set_execution(execution)
-            self.totals.count("tool_executions")
-            assert p.tool is not None
-            self.repeats.record(p.fingerprint, p.tool, execution.result, self.turn)
+            self._executed(p, execution)
 
-    # -- handoff ---------------------------------------------------------------------------------
-
-    async def _hand_off(self, proposal: Proposal, tool: HandoffTool) -> AsyncIterator[Event]:
-        """The conversation so far, without this agent's system messages, goes on as a run of
-        the target agent: its tools, guard state and budgets, this run's id and numbering."""
-        target: Agent[Any, Any] = tool.target
-        if self.wrap_model is not None:  # traced: the target's model exchanges are kept too
-            target = replace(target, model=self.wrap_model(target.model), trace=False)
-        yield phase_event(self, "handoff", "completed", f"{proposal.call.name} handed the conversation over")
-        carried = [m for m in self.messages if m.get("role") != "system"]  # the target's own come first
-        nxt = Run(
-            target,
-            carried,
-            self.run_id,
-            self.stamp,
-            deps=self.deps,
-            on_text=self.on_text,
-            handed_from=self,
-            wrap_model=self.wrap_model,
-        )
-        self.handed_to, self.done = nxt, True
-        self.totals.duration_s = time.monotonic() - self.started
-        self.totals.duplicates_avoided = self.checker.duplicates_avoided
-        yield self.stamp(
-            HandedOff,
-            turn=self.turn,
-            tool=proposal.call.name,
-            model=target.model.name,
-            tools=nxt.offered,
-            reason=str(getattr(proposal.validated, "reason", "") or ""),
-        )
-        async for event in nxt.events():
-            yield event
+    def _executed(self, p: Proposal, execution: Execution) -> None:
+        p.set_execution(execution)
+        self.totals.count("tool_executions")
+        assert p.tool is not None
+        self.repeats.record(p.fingerprint, p.tool, execution.result, self.turn)
 
     def final(self) -> Run:
         """The run that ended the conversation: this one, or the last it was handed to."""
