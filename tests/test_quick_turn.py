@@ -134,3 +134,21 @@ async def test_the_fused_turn_gives_what_the_general_turn_gives(name: str, monke
     assert _fixed(fused.messages) == _fixed(general.messages)
     assert (fused.stop_reason, fused.output) == (general.stop_reason, general.output)
     assert _fixed(fused.totals.model_dump()) == _fixed(general.totals.model_dump())
+
+
+def test_an_object_as_sent_is_read_as_parse_arguments_reads_it() -> None:
+    from loopwarden.fastjson import json_object
+    from loopwarden.models.arguments import Parsed, parse_arguments
+
+    texts = ['{"a": 1}', '{}', '{"a": {"b": [1, 2.5, null]}, "c": "d"}', '{"a": NaN}', '{"a": 1, "a": 2}', " {}",
+             "{} ", '{"a": 1}}', '{"a": "x\ny"}', '"{\\"a\\": 1}"', "[1]", "", "{", "}", "{ }", "x{}",
+             '{"a": 1} {"b": 2}', "{" + '"a":[' * 3000 + "]" * 3000 + "}"]  # fmt: skip
+    read = 0
+    for text in texts:
+        found = json_object(text)
+        if found is not None:
+            read += 1
+            assert parse_arguments(text) == Parsed(found, None, None), text
+        else:
+            assert text in texts[5:], text  # only what is no object as sent goes the long way
+    assert json_object(None) is None and read == 6

@@ -65,6 +65,18 @@ def encoder(
     return encode
 
 
+def json_object(text: str | None) -> dict[str, Any] | None:
+    """The JSON object `text` is, when it is one with nothing around it (`loads(text)` then); else None."""
+    if text and text[:1] == "{" and text[-1:] == "}":
+        try:
+            value, end = _scan_once(text, 0)
+        except (StopIteration, ValueError, RecursionError):
+            return None
+        if end == len(text) and type(value) is dict:
+            return value
+    return None
+
+
 def loads(text: str) -> Any:
     """`json.loads(text)`; a JSON object with nothing around it is read by the C scanner directly."""
     if text[:1] == "{" and text[-1:] == "}":

@@ -16,10 +16,11 @@ from pydantic import BaseModel
 
 from .events import Head
 from .executor import Execution, validate_arguments
+from .fastjson import json_object
 from .guard.fingerprint import canonical_json, hash_of_canonical
 from .guard.ladder import Finding, Rung
 from .guard.repeat import DETECTOR, RepeatDecision, RepeatGuard, repeat_notice
-from .models.arguments import parse_arguments
+from .models.arguments import Parsed, parse_arguments
 from .models.base import ToolCall
 from .permissions import refusal
 from .slots import ArgumentPolicy
@@ -236,6 +237,10 @@ def terminal_result(proposals: list[Proposal]) -> Proposal | None:
     return None
 
 
+_AS_SENT = Parsed(None)
+"""A JSON object as sent: no error, nothing repaired (its value is read by `json_object`)."""
+
+
 class ProposalChecker:
     def __init__(
         self,
@@ -252,8 +257,11 @@ class ProposalChecker:
         self._batch: dict[str, Proposal] = {}  # fingerprint -> its first runnable call this turn
 
     def check(self, call: ToolCall, turn: int, offered: set[str]) -> Proposal:
-        parsed = parse_arguments(call.arguments)
-        arguments, parse_error = parsed.value, parsed.error
+        arguments = json_object(call.arguments)  # the common call: an object as sent, read as parse_arguments reads it
+        parsed = _AS_SENT if arguments is not None else parse_arguments(call.arguments)
+        if arguments is None:
+            arguments = parsed.value
+        parse_error = parsed.error
         tool = self.registry.get(call.name)
         policy = self.policy if tool is not None and parse_error is None else None
         prepared = policy.prepare(tool, arguments) if policy is not None and policy.active else None  # type: ignore[arg-type]

@@ -108,7 +108,8 @@ def content_key(result: ToolResult) -> str:
     fields = result.__dict__
     data, message = fields["data"], fields["message"]
     if type(data) in _KEY_SCALARS and (message is None or type(message) is str):
-        text = repr((fields["ok"], fields["error_type"], _strip_volatile(message), _strip_volatile(data)))
+        # the tuple's repr, written out: no tuple, and no recursion guard (Py_ReprEnter) for it
+        text = f"({fields['ok']!r}, {fields['error_type']!r}, {_strip_volatile(message)!r}, {_strip_volatile(data)!r})"
     else:
         text = _content_text(result)
     return text if len(text) <= 64 else hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
