@@ -115,3 +115,18 @@ def test_a_store_written_before_batches_keeps_its_events_and_numbers_on(tmp_path
         for limit in (None, 1, 2, 3):
             assert new.event_rows(run.id, after, limit=limit) == rows[after:][:limit], (after, limit)
     assert [e.seq for e in new.events(run.id, 2)] == [3, 4, 5, 6]
+
+
+def test_event_lines_are_each_events_to_json_and_never_split_inside_one() -> None:
+    from loopwarden.trace.rows import event_lines
+
+    odd = "".join(map(chr, range(32))) + "\u2028\u2029\x7f\ud7ff\ue000 é 漢 🙂"
+    events: list[Event] = [
+        UnknownEvent(type="note", run_id="r", seq=1, ts=0.5, text=odd, raw=odd.encode("utf-8"), keys={odd: [odd]}),
+        _event("r", 2),
+        Indented(type="indented", run_id="r", seq=3, ts=1.0, n=3).model_copy(update={"seq": 3}),
+    ]
+    data = event_lines(events[:2])
+    assert data is not None and data.split("\n") == [e.to_json() for e in events[:2]]
+    assert event_lines(events) is None  # its own JSON has line breaks: kept in rows of `events`
+    assert event_lines([]) == ""
