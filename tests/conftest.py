@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from helpers import close_default_loop
-from shared_setup import shared_setup_group
+from shared_setup import LLAMA_GROUP, shared_setup_group
 
 settings.register_profile(
     "loaded",
@@ -96,9 +96,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    llama_first = llama_ready(config)
+
     class SharedSetupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             group = shared_setup_group(nodeid)
+            if group == LLAMA_GROUP and not llama_first:
+                # Last (CI still building llama-cpp-python): as one unit they would end the session on
+                # one worker while the other sat idle, so one at a time there (a server per worker).
+                return nodeid
             return nodeid if group is None else group
 
     config.option.loadscopereorder = False  # keep the collection order (start_order below)

@@ -8,10 +8,16 @@ from __future__ import annotations
 # Handed out one test at a time, a module's tests landed on both workers and each built it
 # (test_report_pdf.py: 38 s twice on a loaded machine).
 # (xdist's own `loadgroup` cannot do this under pytest 9: it renames `item._nodeid`, gone.)
-# The real-model tests are in no group: each worker starts its own llama server. Their requests
-# are greedy now, so one shared server would answer them the same; as one unit they would leave the
-# other worker idle while they run (the report run alone takes about two minutes).
+# The real-model tests (both files that use `llama_server`) are one group when they start first (the
+# llama-cpp-python build is done): one worker runs them one after another against one server, about
+# a minute on one core, while the other workers run the rest. Their requests are greedy, so a server
+# answers them the same whatever it answered before. Spread over the workers, each worker started
+# a server of its own (each loads the model: 1 s of CPU and 600 MB) and waited on it at the same time.
+# While CI is still building llama-cpp-python they run last, one at a time: see conftest.py.
+LLAMA_GROUP = "llama"
 SHARED_SETUP_GROUPS: dict[str, tuple[str, ...]] = {
+    LLAMA_GROUP: ("e2e/test_llama_real_model.py", "e2e/test_proxy_llama.py"),
+} | {
     file: (file,)
     for file in (
         "e2e/test_report_pdf.py",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shared_setup import SHARED_SETUP_GROUPS, shared_setup_group
+from shared_setup import LLAMA_GROUP, SHARED_SETUP_GROUPS, shared_setup_group
 
 TESTS = Path(__file__).resolve().parent
 SHARED_SCOPE = re.compile(r"@pytest\.fixture\(\s*scope=[\"'](module|package|session)[\"']")
@@ -26,13 +26,15 @@ def test_every_file_with_a_module_or_session_fixture_is_grouped() -> None:
         path.relative_to(TESTS).as_posix() for path in TESTS.rglob("test_*.py") if "llama_server" in path.read_text()
     }
     assert users - {Path(__file__).name} == {"e2e/test_llama_real_model.py", "e2e/test_proxy_llama.py"}
-    assert not users & grouped  # one server per worker, fresh sampling state: see shared_setup.py
+    # every real-model test in one group, so the session starts one llama server: see shared_setup.py
+    assert set(SHARED_SETUP_GROUPS[LLAMA_GROUP]) == users - {Path(__file__).name}
 
 
 def test_a_test_id_maps_to_its_files_group_or_none() -> None:
     assert shared_setup_group("tests/e2e/test_report_pdf.py::test_x") == "e2e/test_report_pdf.py"
     assert shared_setup_group("tests/e2e/test_report_pdf.py::test_x[a::b]") == "e2e/test_report_pdf.py"
-    assert shared_setup_group("tests/e2e/test_proxy_llama.py::test_y") is None
+    assert shared_setup_group("tests/e2e/test_proxy_llama.py::test_y") == LLAMA_GROUP
+    assert shared_setup_group("tests/e2e/test_llama_real_model.py::test_z") == LLAMA_GROUP
     assert shared_setup_group("tests/test_report_statistics.py::test_w") == "test_report_statistics.py"
     assert shared_setup_group("tests/test_events.py::test_v") is None
     assert all(files for files in SHARED_SETUP_GROUPS.values())
