@@ -41,6 +41,8 @@ class ErrorLoopDetector(Detector):
         self._examples: dict[tuple[str, str], list[str]] = {}
 
     def on_results(self, turn: int, records: list[CallRecord], state: RunState) -> Finding | None:
+        if not self._counts and len(records) == 1 and (result := records[0].result) is not None and result.ok:
+            return None  # the common turn: one success, no failure counted to clear (as _observe says)
         worst: Finding | None = None
         for record in records:
             finding = self._observe(record)

@@ -91,7 +91,8 @@ class NoProgressDetector(Detector):
             if not record.executed:
                 outcomes.add("stale")  # a refusal (not offered, bad arguments) tells nothing new
                 continue
-            outcomes.add(self._outcome(record, novelty.is_new(record), novelty.new_content(record)))
+            new, _, new_content = novelty.outcome(record)  # is_new and new_content at once
+            outcomes.add(self._outcome(record, new, new_content))
         if "progress" in outcomes:
             if self._stale or self._stale_calls:
                 self._stale, self._stale_calls = 0, []

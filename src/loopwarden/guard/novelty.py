@@ -162,6 +162,10 @@ class Novelty:
         """Whether this call's result content was not seen before (a new write alone is not)."""
         return self._observe(record)[2]
 
+    def outcome(self, record: CallRecord) -> tuple[bool, str | None, bool]:
+        """(`is_new`, `digest_of`, `new_content`) of a call, in one call."""
+        return self._observe(record)
+
     def digest_of(self, record: CallRecord) -> str | None:
         """The content key of a call that ran (`content_key`; None for cached, refused or polling
         calls): equal for two calls exactly when their content hashes are."""
