@@ -145,7 +145,7 @@ def test_the_app_runs_the_example_end_to_end_and_closes_leaving_nothing(tmp_path
 def test_a_folder_that_vanishes_mid_run_ends_in_a_clear_state(tmp_path: Path, display: str) -> None:
     """The run pauses at its first figure (approve figure code), the folder is deleted, the figure is
     approved: the run ends with a state that says so, and the window goes on working."""
-    data, state = copy_example(tmp_path), tmp_path / "state"
+    data, state = copy_example(tmp_path, screenshot=False), tmp_path / "state"
     app = App(tmp_path, display, state)
     try:
         app.pick_folder(data)
@@ -176,7 +176,7 @@ def test_a_folder_that_vanishes_mid_run_ends_in_a_clear_state(tmp_path: Path, di
 def test_closing_mid_run_cancels_the_run_and_keeps_it(tmp_path: Path, display: str) -> None:
     """A run waits at its first figure; the close button ends the app cleanly: the run is cancelled
     (its events kept, `cancelled` in the store), the server stopped, no process left."""
-    data, state = copy_example(tmp_path), tmp_path / "state"
+    data, state = copy_example(tmp_path, screenshot=False), tmp_path / "state"
     app = App(tmp_path, display, state)
     try:
         app.pick_folder(data)
