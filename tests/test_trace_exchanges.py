@@ -15,7 +15,9 @@ from pydantic_core import to_json
 
 from durable_kit import fresh_database
 from loopwarden import Agent
+from loopwarden.config import LoopConfig
 from loopwarden.models.base import ModelReply, ModelRequest
+from loopwarden.models.cassette import ReplayModel
 from loopwarden.models.scripted import ScriptedModel, call
 from loopwarden.trace.exchanges import TracedModel, cassette_for_run, load_exchanges
 from loopwarden.trace.migrations import MIGRATIONS
@@ -169,3 +171,58 @@ async def test_a_store_written_before_reads_back_whole_and_its_runs_go_on_in_the
     exchanges = load_exchanges(opener(), "r")
     assert [x.request.model_dump_json() for x in exchanges] == [r.model_dump_json() for r in sent]
     assert [tools_from for _, tools_from in _rows(new, "r")] == [None, None, None, None, 4]
+
+
+async def test_a_capped_call_is_stored_with_its_max_tokens_and_replays_as_capped(opener: Any) -> None:
+    store = opener()
+    script = [call("read_file", {"path": "a.txt"}), "alpha."]
+    model = ScriptedModel(script)
+    await Agent(model, [read_file], config=LoopConfig(max_output_tokens=16), trace=store).run("Read a", run_id="r")
+    assert [r.max_tokens for r in model.requests] == [16, 16]
+    exchanges = load_exchanges(opener(), "r")
+    assert [x.request.max_tokens for x in exchanges] == [16, 16]
+    assert [x.request.model_dump_json() for x in exchanges] == [r.model_dump_json() for r in model.requests]
+    # Alone (each exchange committed as it comes, the row's own INSERT): kept as well; an
+    # uncapped call is stored without the key and reads back None.
+    alone = TracedModel(ScriptedModel(["a", "b"]), store, "alone")
+    capped = ModelRequest(messages=[{"role": "user", "content": "q"}], max_tokens=8)
+    await alone.complete(capped)
+    await alone.complete(ModelRequest(messages=[{"role": "user", "content": "q"}]))
+    assert [x.request.max_tokens for x in load_exchanges(opener(), "alone")] == [8, None]
+    assert ['"max_tokens"' in request for request, _ in _rows(store, "alone")] == [True, False]
+    # Replayed, the run asks the same capped requests and matches every recorded one.
+    replay = ReplayModel(cassette_for_run(opener(), "r"))
+    again = await Agent(replay, [read_file], config=LoopConfig(max_output_tokens=16)).run("Read a")
+    assert again.output == "alpha."
+    assert replay.divergences == []
+    assert [r.max_tokens for r in replay.requests] == [x.request.max_tokens for x in exchanges]
+
+
+async def test_rows_written_before_max_tokens_was_kept_replay_against_capped_requests(opener: Any) -> None:
+    old = opener(MIGRATIONS[:4])
+    old.create_run(run_id="r", kind="agent", status="running")
+    tools = [_tool("read_file")]  # matching compares the tools' names
+    replies = [ModelReply(tool_calls=[call("read_file", {"path": "a.txt"})]), ModelReply(text="alpha.")]
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Read a"}]
+    with old._write() as tx:  # as TracedModel wrote them before: no max_tokens, capped or not
+        tx.execute(
+            "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts)"
+            " VALUES ('r', 1, 0, 0, 'm', ?, ?, NULL, 0)",
+            (_old_request_json(history, tools), replies[0].model_dump_json()),
+        )
+        tx.execute(  # the second request's history: the recorded reply and a tool result after it
+            "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts)"
+            " VALUES ('r', 2, 1, 1, 'm', ?, ?, NULL, 0)",
+            (
+                _old_request_json([replies[0].assistant_message(), {"role": "tool", "content": "alpha"}], tools),
+                replies[1].model_dump_json(),
+            ),
+        )
+    old.close()
+    cassette = cassette_for_run(opener(), "r")
+    assert [x.request.max_tokens for x in cassette.interactions] == [None, None]
+    replay = ReplayModel(cassette)
+    result = await Agent(replay, [read_file], config=LoopConfig(max_output_tokens=16)).run("Read a")
+    assert result.output == "alpha."
+    assert [r.max_tokens for r in replay.requests] == [16, 16]
+    assert replay.divergences == []  # matched by tools and roles, as before: the cap is no part of it

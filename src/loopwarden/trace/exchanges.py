@@ -222,8 +222,9 @@ class TracedModel:
     def _request_json(
         self, request: ModelRequest, added: list[Any]
     ) -> tuple[str, tuple[int, ...], tuple[list[Any], str]]:
-        """The request's JSON without its tools (the messages `added`, tool_choice), the tools'
-        key (their ids: the runtime offers the same dicts each call), the tools and their JSON."""
+        """The request's JSON without its tools (the messages `added`, tool_choice, max_tokens if
+        set), the tools' key (their ids: the runtime offers the same dicts each call), the tools
+        and their JSON."""
         key = tuple(map(id, request.tools))
         kept = self._tools_json.get(key)
         if kept is None:
@@ -232,7 +233,10 @@ class TracedModel:
             kept = self._tools_json[key] = (list(request.tools), json.dumps(request.tools, ensure_ascii=False))
         # pydantic_core's encoder: the JSON json.dumps(..., ensure_ascii=False, default=str) would
         # write, without its spaces, in a sixth of the time (tool results are long strings).
-        head_of = {"messages": added, "tool_choice": request.tool_choice}
+        head_of: dict[str, Any] = {"messages": added, "tool_choice": request.tool_choice}
+        if request.max_tokens is not None:  # a capped call (a stage's cap, a retry halved after a
+            # timeout) replays as capped; absent, as in rows written before it was kept: None.
+            head_of["max_tokens"] = request.max_tokens
         try:
             head = to_json(head_of, fallback=str).decode()
         except ValueError:  # what it will not write (bytes that are not UTF-8): as json writes it
