@@ -30,7 +30,11 @@ application's tools have (a docstring and four parameters), which the model neve
 request carries their schemas, which the store keeps once per run (migration 5).
 
 Also prints how much the stored requests take against storing each request whole (the history
-grows every turn; rows keep only what was added, so the store grows linearly).
+grows every turn; rows keep only what was added, so the store grows linearly), and, for each
+model, a traced run's commits and the pages they wrote to the log: the yielding model's run
+commits once per call (what it told before each wait is made durable before it is streamed),
+and each commit writes the run's row, page 1 (the file grew), and a leaf of each table it adds
+to and of that table's key, however few rows it adds.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ from typing import Any
 from healthy_run import read_lines, reader
 
 from loopwarden import Agent, Budgets, LoopConfig, Tool, tool
-from loopwarden.trace import exchanges, recorder, rows
+from loopwarden.trace import checkpoint, exchanges, recorder, rows
 from loopwarden.trace.exchanges import load_exchanges
 from loopwarden.trace.store import RunStore
 
@@ -116,6 +120,33 @@ def once(rounds: int, db: Path | None, waits: bool = False) -> tuple[float, floa
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert result.status == "completed" and result.totals.tool_executions == rounds, result.stop_reason
     return elapsed, cpu, result.run_id
+
+
+def commits(rounds: int, waits: bool) -> tuple[int, float]:
+    """A traced run's commits and the pages they wrote to the log, per commit (its store's
+    earlier run checkpointed first; no checkpoint during the run, so the log holds every frame)."""
+    made = 0
+    append_events, request = RunStore.append_events, checkpoint.request
+
+    def counting(self: RunStore, *args: Any, **kwargs: Any) -> list[int] | None:
+        nonlocal made
+        done = append_events(self, *args, **kwargs)
+        made += done is not None
+        return done
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "runs.db"
+        once(rounds, db, waits=waits)  # the store made and its connections open
+        with sqlite3.connect(db) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            page = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        RunStore.append_events, checkpoint.request = counting, lambda path: None  # type: ignore[method-assign]
+        try:
+            once(rounds, db, waits=waits)
+        finally:
+            RunStore.append_events, checkpoint.request = append_events, request  # type: ignore[method-assign]
+        frames = (os.path.getsize(f"{db}-wal") - 32) / (24 + page)  # the log's header, then frames
+    return made, frames / max(made, 1)
 
 
 def runs(count: int, rounds: int, traced: bool, waits: bool) -> None:
@@ -243,6 +274,9 @@ def main() -> None:
         print(f"  ratio traced/untraced: {kept / bare:.2f} wall, {traced_cpu / bare_cpu:.2f} cpu"
               f" ({per_call:.0f} us wall per model call)")  # fmt: skip
     print(f"stored request bytes / whole requests: {stored / whole:.3f} ({stored} of {whole})")
+    for waits, title in ((False, "instant model"), (True, "yielding model")):
+        made, pages = commits(args.rounds, waits)
+        print(f"{title}: {made} commits a traced run, {pages:.1f} log pages a commit")
 
 
 if __name__ == "__main__":

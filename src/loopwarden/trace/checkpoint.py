@@ -1,6 +1,6 @@
 """WAL checkpoints for commits made on the event loop's thread, run in one background thread.
 
-The connection the event loop commits on (RunStore._write_now) never checkpoints: a checkpoint
+The connection the event loop commits on (RunStore._append_now) never checkpoints: a checkpoint
 copies the write-ahead log into the database file and syncs it, which can take milliseconds.
 Once such commits have written about `PAGES` pages to the log the store asks for a checkpoint
 here instead: a passive pass that neither waits for nor blocks readers and writers, then one
@@ -38,17 +38,30 @@ _lock = threading.Lock()
 _thread: threading.Thread | None = None
 
 
-_pages: dict[Path, int] = {}
+class Pages:
+    """What one store file's event-loop commits have written to the log since its last
+    checkpoint request, shared by every RunStore of that file in the process. A store keeps its
+    own (`pages`): counted per commit with no dict lookup by path (a Path hashes in Python)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.count = path, 0
+
+    def committed(self, rows: int = 0) -> None:
+        """Count a commit of `rows` changed rows made without checkpointing; once about `PAGES`
+        pages have gone to the log a checkpoint is requested."""
+        self.count += COMMIT_PAGES + rows // ROWS_PER_PAGE
+        if self.count >= PAGES:
+            self.count = 0
+            request(self.path)
 
 
-def committed(path: Path, rows: int = 0) -> None:
-    """Count a commit of `rows` changed rows on the store at `path` made without checkpointing;
-    once about `PAGES` pages have gone to the log (whichever RunStore of the process wrote
-    them) a checkpoint is requested."""
-    pages = _pages[path] = _pages.get(path, 0) + COMMIT_PAGES + rows // ROWS_PER_PAGE
-    if pages >= PAGES:
-        _pages[path] = 0
-        request(path)
+_pages: dict[Path, Pages] = {}
+
+
+def pages(path: Path) -> Pages:
+    """The page count of the store at `path` (the same object for every store of that path)."""
+    with _lock:
+        return _pages.setdefault(path, Pages(path))
 
 
 def request(path: Path) -> None:

@@ -138,17 +138,14 @@ class PostgresRunStore(RunStore):
             )
         return super().migrate(migrations)
 
-    @contextmanager
-    def _write_now(self, events: int = 0) -> Iterator[Any]:
-        yield None  # every write may wait on the network: never on the event loop's thread
-
     def append_events(
         self, run_id: str, events: Sequence[Event], *, with_rows: Callable[[Any], None] | None = None, wait: bool = True
     ) -> list[int] | None:
         """In one transaction, as the SQLite store's: the rows that go with them (under the
         store's write lock), then the events, numbered with the run's row locked (by the update
         that numbers them, so writers of other runs do not wait), announced once with the
-        commit. Never without waiting (wait=False: None)."""
+        commit. Never without waiting (wait=False: None): every write may wait on the network, so
+        none is made on the event loop's thread."""
         if not wait:
             return None
         with self._write() if with_rows is not None else self._transaction() as tx:

@@ -69,6 +69,7 @@ class RunStore:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._pages = checkpoint.pages(self.path)  # what this file's commits wrote since a checkpoint
         self.migrate(migrations)
 
     # -- connections and transactions -------------------------------------------------------
@@ -99,11 +100,15 @@ class RunStore:
             raise
         conn.execute("COMMIT")
 
-    @contextmanager
-    def _write_now(self, events: int = 0) -> Iterator[sqlite3.Connection | None]:
-        """A write transaction if no other writer holds the store this instant, else None (and
-        nothing waits): for the event loop's own thread, which must never wait on a lock. Its
-        connection leaves WAL checkpoints to a background thread (trace/checkpoint.py)."""
+    def _append_now(
+        self, run_id: str, events: Sequence[Event], with_rows: Callable[[Any], None] | None
+    ) -> list[int] | None:
+        """`append_events` in a write transaction if no other writer holds the store this
+        instant, else None (and nothing waits): for the event loop's own thread, which must never
+        wait on a lock. Its connection leaves WAL checkpoints to a background thread
+        (trace/checkpoint.py). Written out, not a context manager: it runs once per model call
+        of a run whose model makes it wait (a generator context manager was ~3,000
+        instructions of each)."""
         conn: sqlite3.Connection | None = getattr(self._local, "now", None)
         if conn is None:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=0)
@@ -117,26 +122,27 @@ class RunStore:
                 # closing (it checkpoints and deletes the log under an exclusive lock). Opened
                 # again at the next commit; this one waits in the caller's worker thread.
                 conn.close()
-                yield None
-                return
+                return None
             self._local.now = conn
             with self._lock:
                 self._connections.append(conn)
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError:  # database is locked: another writer has it
-            yield None
-            return
+            return None
         changes = conn.total_changes
         try:
-            yield conn
+            if with_rows is not None:
+                with_rows(conn)
+            seqs = insert_events(conn, run_id, events, returning=False) if events else []
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
         # Checkpointed in the background, never on this thread, by how much was written.
         # `events` counted as rows: a batch of them is one row of as many bytes.
-        checkpoint.committed(self.path, conn.total_changes - changes + events)
+        self._pages.committed(conn.total_changes - changes + len(events))
+        return seqs
 
     def close(self) -> None:
         with self._lock:
@@ -316,9 +322,9 @@ class RunStore:
         (rows that go with them, such as model exchanges) in the same transaction. With
         `wait=False` it writes only if no other writer holds the store this instant, and returns
         None having written nothing otherwise."""
-        with self._write() if wait else self._write_now(len(events)) as tx:
-            if tx is None:
-                return None
+        if not wait:
+            return self._append_now(run_id, events, with_rows)
+        with self._write() as tx:
             if with_rows is not None:
                 with_rows(tx)
             return insert_events(tx, run_id, events, returning=False) if events else []
