@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -139,6 +140,24 @@ def denial_result(tool: str, decision: Decision) -> ToolResult:
         f"the user denied this call to {tool}{why}. It was not run.",
         user_action="do not retry this call; continue without it or ask the user what to do instead",
     )
+
+
+class _Conversation(Protocol):
+    messages: list[Message]
+
+
+def messages_of(owner: _Conversation) -> Callable[[], Sequence[Message]]:
+    """`owner.messages` as they are when asked, through a weak reference: a run handing its
+    ApprovalReview a closure over itself would be a reference cycle, and all the run kept (its
+    state, the records, the guard's memory, the tools and what they hold) would wait for the
+    cyclic GC to be freed instead of going with the run's last reference."""
+    ref = weakref.ref(owner)
+
+    def messages() -> Sequence[Message]:
+        alive = ref()
+        return alive.messages if alive is not None else []
+
+    return messages
 
 
 @dataclass

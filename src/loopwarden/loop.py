@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .approval import ApprovalReview
+from .approval import ApprovalReview, messages_of
 from .config import CHECKLIST_DONE_REQUEST, CHECKLIST_OPEN_REMINDER
 from .context import RunContext, current_context
 from .ending import (
@@ -98,7 +98,7 @@ class Run:
         self._terminals = [  # a handoff is an option, not the way to finish
             t.wire_name for t in agent.registry if t.terminal and not isinstance(t, HandoffTool)
         ]
-        self.approvals = ApprovalReview(agent.approvals, self.stamp, lambda: self.messages)
+        self.approvals = ApprovalReview(agent.approvals, self.stamp, messages_of(self))  # no cycle: freed with the run
         roles = agent.principal.roles if agent.principal else None
         self.scope = Scope(agent.registry, roles, RunClock(agent.clock), agent.tool_search)
         self.checker = ProposalChecker(agent.registry, self.repeats, roles, self.scope.arguments)
