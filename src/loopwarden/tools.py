@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import inspect
 import resource
 import time
@@ -362,35 +363,42 @@ def tool(
     """Declare a tool from a typed function (sync or async); usable bare or with options.
     `blocking=True` for a sync function that may wait (I/O, subprocesses, big files): it then
     always runs in a worker thread where its timeout holds (see Tool.blocking)."""
+    options = (name, namespace, description, terminal, repeatable, side_effect, idempotent, result_parser,
+               timeout, roles, requires_approval, blocking, rerun_on_recovery)  # fmt: skip
+    # Bare, the tool is declared here: a nested `build` closing over the options would make a cell
+    # for each of them on every call (code that declares its tools per run pays that per run).
+    return _declare(fn, options) if fn is not None else functools.partial(_declare, options=options)
 
-    def build(func: Callable[..., Any]) -> Tool:
-        tool_name = name or func.__name__
-        doc_description, arg_help = parse_docstring(func.__doc__)
-        args_model, context_arg = signature_model(func, tool_name, arg_help)
-        declared = Tool(
-            name=tool_name,
-            description=description or doc_description or tool_name,
-            fn=func,
-            args_model=args_model,
-            context_arg=context_arg,
-            namespace=namespace,
-            terminal=terminal,
-            repeatable=repeatable,
-            side_effect=side_effect,
-            idempotent=idempotent,
-            result_parser=result_parser,
-            timeout=timeout,
-            roles=frozenset(roles) if roles is not None else None,
-            requires_approval=requires_approval,
-            is_async=inspect.iscoroutinefunction(func),
-            blocking=blocking,
-            rerun_on_recovery=rerun_on_recovery,
-        )
-        if not declared.is_async:
-            object.__setattr__(declared, "pace", pace_of(func, tool_name))  # frozen: set once, here
-        return declared
 
-    return build(fn) if fn is not None else build
+def _declare(func: Callable[..., Any], options: tuple[Any, ...]) -> Tool:
+    """The tool `tool(**options)` declares from `func` (the options in `tool`'s order)."""
+    (name, namespace, description, terminal, repeatable, side_effect, idempotent, result_parser,
+     timeout, roles, requires_approval, blocking, rerun_on_recovery) = options  # fmt: skip
+    tool_name = name or func.__name__
+    doc_description, arg_help = parse_docstring(func.__doc__)
+    args_model, context_arg = signature_model(func, tool_name, arg_help)
+    declared = Tool(
+        name=tool_name,
+        description=description or doc_description or tool_name,
+        fn=func,
+        args_model=args_model,
+        context_arg=context_arg,
+        namespace=namespace,
+        terminal=terminal,
+        repeatable=repeatable,
+        side_effect=side_effect,
+        idempotent=idempotent,
+        result_parser=result_parser,
+        timeout=timeout,
+        roles=frozenset(roles) if roles is not None else None,
+        requires_approval=requires_approval,
+        is_async=inspect.iscoroutinefunction(func),
+        blocking=blocking,
+        rerun_on_recovery=rerun_on_recovery,
+    )
+    if not declared.is_async:
+        object.__setattr__(declared, "pace", pace_of(func, tool_name))  # frozen: set once, here
+    return declared
 
 
 MAX_OFFERS_KEPT = 256
