@@ -57,7 +57,7 @@ from healthy_run import read_lines, reader
 
 from loopwarden import Agent, Budgets, LoopConfig, Tool, tool
 from loopwarden.trace import checkpoint, exchanges, recorder, rows
-from loopwarden.trace.exchanges import load_exchanges
+from loopwarden.trace.exchanges import exchange_rows, load_exchanges
 from loopwarden.trace.store import RunStore
 
 PARTS = ("traced", "no SQLite", "no events' JSON", "no exchanges", "plain recorder", "untraced")
@@ -259,11 +259,7 @@ def main() -> None:
         store = RunStore(db)
         calls = len(load_exchanges(store, run_id))
         whole = sum(len(x.request.model_dump_json()) for x in load_exchanges(store, run_id))
-        stored = (
-            sqlite3.connect(db)
-            .execute("SELECT SUM(LENGTH(request)) FROM model_exchanges WHERE run_id = ?", (run_id,))
-            .fetchone()[0]
-        )
+        stored = sum(len(row["request"]) for row in exchange_rows(store, run_id))
     print(f"rounds: {args.rounds} ({calls} model calls), tools: {TOOLS}, best of {args.repeat}, wall and cpu")
     for waits, title in ((False, "an instant model"), (True, "a model that yields to the event loop once per call")):
         (bare, bare_cpu), (kept, traced_cpu) = best[(waits, False)], best[(waits, True)]

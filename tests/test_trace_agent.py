@@ -16,7 +16,7 @@ from loopwarden.events import Event, RunFinished
 from loopwarden.models.base import ModelError
 from loopwarden.models.cassette import RecordingModel
 from loopwarden.models.scripted import ScriptedModel, call
-from loopwarden.trace.exchanges import cassette_for_run, load_exchanges
+from loopwarden.trace.exchanges import cassette_for_run, exchange_rows, load_exchanges
 from loopwarden.trace.store import RunStore
 from loopwarden.trace.tracing import TRACE_DB_ENV, Tracer
 from trace_fixtures import collapsing_agent, read_file
@@ -94,8 +94,8 @@ async def test_a_model_error_is_kept_as_an_exchange_and_the_run_ends_with_its_st
     assert store.get_run(run.run_id).status == run.status
     (exchange,) = load_exchanges(store, run.run_id)
     assert exchange.error is not None and (exchange.error.kind, exchange.error.status) == ("auth", 401)
-    (stored,) = store._connection().execute("SELECT error FROM model_exchanges WHERE run_id = ?", (run.run_id,))
-    assert stored[0] == exchange.error.model_dump_json()  # as model_dump_json() writes it
+    (stored,) = exchange_rows(store, run.run_id)
+    assert stored["error"] == exchange.error.model_dump_json()  # as model_dump_json() writes it
 
 
 async def test_a_cancelled_run_keeps_its_events_and_is_cancelled(tmp_path: Path) -> None:
@@ -230,12 +230,10 @@ async def test_stored_exchanges_are_the_cassette_a_recording_model_would_write(t
     cassette = cassette_for_run(store, run.run_id)
     assert cassette.model == "collapser" and cassette.interactions == recording.cassette.interactions
     # The replies are stored as model_dump_json() writes them, byte for byte (written by the serializer).
-    stored = (
-        store._connection()
-        .execute("SELECT reply FROM model_exchanges WHERE run_id = ? ORDER BY n", (run.run_id,))
-        .fetchall()
-    )
-    assert [row[0] for row in stored] == [x.reply.model_dump_json() for x in recording.cassette.interactions if x.reply]
+    stored = exchange_rows(store, run.run_id)
+    assert [row["reply"] for row in stored] == [
+        x.reply.model_dump_json() for x in recording.cassette.interactions if x.reply
+    ]
     with pytest.raises(ValueError, match="no model calls"):
         cassette_for_run(store, "unknown")
 

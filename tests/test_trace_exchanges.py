@@ -19,7 +19,7 @@ from loopwarden.config import LoopConfig
 from loopwarden.models.base import ModelReply, ModelRequest
 from loopwarden.models.cassette import ReplayModel
 from loopwarden.models.scripted import ScriptedModel, call
-from loopwarden.trace.exchanges import TracedModel, cassette_for_run, load_exchanges
+from loopwarden.trace.exchanges import TracedModel, cassette_for_run, exchange_rows, load_exchanges
 from loopwarden.trace.migrations import MIGRATIONS
 from loopwarden.trace.store import RunStore
 from loopwarden.trace.writer import RunWriter
@@ -56,10 +56,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 
 
 def _rows(store: RunStore, run_id: str) -> list[tuple[str, int | None]]:
-    rows = store._connection().execute(
-        "SELECT request, tools_from FROM model_exchanges WHERE run_id = ? ORDER BY n", (run_id,)
-    )
-    return [(row["request"], row["tools_from"]) for row in rows.fetchall()]
+    return [(row["request"], row["tools_from"]) for row in exchange_rows(store, run_id)]
 
 
 async def test_a_traced_run_stores_its_tools_once_and_reads_every_request_back_whole(opener: Any) -> None:
@@ -132,6 +129,20 @@ def _old_request_json(added: list[dict[str, Any]], tools: list[dict[str, Any]]) 
     return f'{head[:-1]}, "tools": {json.dumps(tools, ensure_ascii=False)}}}'
 
 
+async def _go_on(
+    store: RunStore, history: list[Any], tools: list[Any], sent: list[ModelRequest], replies: list[str]
+) -> None:
+    """Run "r" goes on with this version's writer: a call for each of `replies`, committed at once."""
+    writer = RunWriter(store, "r")
+    writer.opened = True
+    model = TracedModel(ScriptedModel(list(replies)), store, "r", writer)
+    for text in replies:
+        sent.append(_request(history, tools))
+        await model.complete(sent[-1])
+        history += [{"role": "assistant", "content": text}, {"role": "user", "content": "next"}]
+    await writer.flush()
+
+
 async def test_a_store_written_before_reads_back_whole_and_its_runs_go_on_in_the_new_rows(opener: Any) -> None:
     old = opener(MIGRATIONS[:4])  # as stores in the field were made
     old.create_run(run_id="r", kind="agent", status="running")
@@ -160,14 +171,7 @@ async def test_a_store_written_before_reads_back_whole_and_its_runs_go_on_in_the
         "answer 3",
     ]
     # The same run goes on with this version: its next rows hold the tools once, after the old rows.
-    writer = RunWriter(new, "r")
-    writer.opened = True
-    model = TracedModel(ScriptedModel(["four", "five"]), new, "r", writer)
-    for text in ("four", "five"):
-        sent.append(_request(history, tools))
-        await model.complete(sent[-1])
-        history += [{"role": "assistant", "content": text}, {"role": "user", "content": "next"}]
-    await writer.flush()
+    await _go_on(new, history, tools, sent, ["four", "five"])
     exchanges = load_exchanges(opener(), "r")
     assert [x.request.model_dump_json() for x in exchanges] == [r.model_dump_json() for r in sent]
     assert [tools_from for _, tools_from in _rows(new, "r")] == [None, None, None, None, 4]
@@ -226,3 +230,85 @@ async def test_rows_written_before_max_tokens_was_kept_replay_against_capped_req
     assert result.output == "alpha."
     assert [r.max_tokens for r in replay.requests] == [16, 16]
     assert replay.divergences == []  # matched by tools and roles, as before: the cap is no part of it
+
+
+async def test_a_runs_exchanges_go_in_one_row_a_commit_and_read_back_byte_for_byte(opener: Any) -> None:
+    # Migration 6: a commit's exchanges ride in its events' row, one a line, fields apart by U+001F. A model
+    # name and message text holding that character or a line break must not split a line.
+    store = opener()
+    odd = "odd\x1f\nname"
+    model = ScriptedModel([call("read_file", {"path": "a.txt"}), "tab\x1fand\nline"], name=odd)
+    await Agent(model, [read_file], trace=store).run("Read \x1f a\n", run_id="r")
+    batches = store._connection().execute(
+        "SELECT last_n FROM event_batches WHERE run_id = 'r' AND exchanges IS NOT NULL"
+    )  # the model answered at once: its exchanges are in the row of the events they came with
+    assert [row[0] for row in batches.fetchall()] == [2]
+    assert store._connection().execute("SELECT COUNT(*) FROM model_exchanges").fetchone()[0] == 0
+    cassette = cassette_for_run(opener(), "r")
+    assert cassette.model == odd
+    assert [x.request.model_dump_json() for x in cassette.interactions] == [r.model_dump_json() for r in model.requests]
+    assert [x.reply.text if x.reply else None for x in cassette.interactions] == [None, "tab\x1fand\nline"]
+    rows = exchange_rows(opener(), "r")
+    assert [row["reply"] for row in rows] == [x.reply.model_dump_json() for x in cassette.interactions if x.reply]
+    assert [(row["n"], row["base"], row["model"]) for row in rows] == [(1, 0, odd), (2, 1, odd)]
+    # An exchange committed alone under the same run comes after them, in its own row.
+    alone = TracedModel(ScriptedModel(["late"]), store, "r")
+    await alone.complete(_request([{"role": "user", "content": "q"}], []))
+    assert [row["n"] for row in exchange_rows(opener(), "r")] == [1, 2, 3]
+    assert [x.reply.text for x in load_exchanges(opener(), "r") if x.reply] == [None, "tab\x1fand\nline", "late"]
+
+
+async def test_a_store_of_one_row_an_exchange_reads_back_and_its_run_goes_on_in_batches(opener: Any) -> None:
+    old = opener(MIGRATIONS[:5])  # as the previous version made stores: tools once, a row an exchange
+    old.create_run(run_id="r", kind="agent", status="running")
+    tools = [_tool("read")]
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    sent, prefix = [], 0
+    with old._write() as tx:
+        for n in (1, 2):
+            sent.append(_request(history, tools))
+            request = _old_request_json(history[prefix:], tools) if n == 1 else to_json(
+                {"messages": history[prefix:], "tool_choice": "auto"}
+            ).decode()  # fmt: skip
+            tx.execute(
+                "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts, tools_from)"
+                " VALUES ('r', ?, ?, ?, 'm', ?, ?, NULL, 0, ?)",
+                (n, n - 1, prefix, request, ModelReply(text=f"answer {n}").model_dump_json(), None if n == 1 else 1),
+            )
+            prefix = len(history)
+            history += [{"role": "assistant", "content": f"answer {n}"}, {"role": "user", "content": f"more {n}"}]
+    old.close()
+    new = opener()
+    assert new.schema_version() == len(MIGRATIONS)
+    await _go_on(new, history, tools, sent, ["three", "four"])
+    exchanges = load_exchanges(opener(), "r")
+    assert [x.request.model_dump_json() for x in exchanges] == [r.model_dump_json() for r in sent]
+    assert [(row["n"], row["tools_from"]) for row in exchange_rows(new, "r")] == [(1, None), (2, 1), (3, None), (4, 3)]
+
+
+async def test_exchanges_committed_without_a_batch_row_to_ride_in_are_rows_of_their_own(opener: Any) -> None:
+    from loopwarden.events import UnknownEvent
+
+    class Indented(UnknownEvent):  # writes its own JSON, with line breaks: its batch goes to `events`
+        def model_dump_json(self, **kwargs: Any) -> str:
+            return super().model_dump_json(indent=2)
+
+    store = opener()
+    store.create_run(run_id="r", kind="agent", status="running")
+    writer = RunWriter(store, "r")
+    writer.opened = True
+    model = TracedModel(ScriptedModel(["one", "two", "three"]), store, "r", writer)
+    sent = [_request([{"role": "user", "content": f"q{i}"}], [_tool("read")]) for i in range(3)]
+    await model.complete(sent[0])
+    assert await writer.flush() == []  # an exchange and no event: a row of `model_exchanges`
+    await model.complete(sent[1])
+    writer.events.append(Indented(type="indented", run_id="r", seq=1, ts=0.0))
+    await writer.flush()  # the events' rows are in `events`: so is the exchange in its table
+    await model.complete(sent[2])
+    writer.events.append(UnknownEvent(type="plain", run_id="r", seq=2, ts=0.0))
+    await writer.flush()  # a batch row: the exchange rides in it
+    table = store._connection().execute("SELECT n FROM model_exchanges WHERE run_id = 'r' ORDER BY n").fetchall()
+    assert [row[0] for row in table] == [1, 2]
+    assert [row["n"] for row in exchange_rows(opener(), "r")] == [1, 2, 3]
+    assert [x.request.model_dump_json() for x in load_exchanges(opener(), "r")] == [r.model_dump_json() for r in sent]
+    assert [e.type for e in opener().events("r")] == ["indented", "plain"]

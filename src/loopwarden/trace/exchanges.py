@@ -7,6 +7,10 @@ cassette v2; a long run's rows grow linearly, not quadratically. Likewise the of
 (the same list every call, ~290 bytes here, often KBs): a request whose tools are those of an
 earlier row of the run is stored without its "tools", and `tools_from` names that row
 (migration 5; NULL: the request holds its own, as every row written before did).
+
+The exchanges a run's writer commits go in the row of the events they are committed with
+(`event_batches.exchanges`, migration 6), a line each (rows.exchange_line); an exchange committed
+alone is a `model_exchanges` row, as every exchange was before. `exchange_rows` reads both.
 """
 
 from __future__ import annotations
@@ -20,8 +24,12 @@ from pydantic_core import to_json
 
 from ..models.base import Model, ModelError, ModelReply, ModelRequest
 from ..models.cassette import Cassette, Interaction, RecordedError
+from .rows import INSERT_EXCHANGE, LAST_EXCHANGE, exchange_line, read_exchange_line
 from .store import RunStore
-from .writer import INSERT_EXCHANGE, RunWriter
+from .writer import RunWriter
+
+FIELDS = ("n", "base", "prefix", "model", "ts", "tools_from", "request", "reply", "error")
+"""An exchange's fields, as `exchange_rows` gives them."""
 
 
 def append_exchange(
@@ -76,24 +84,36 @@ def insert_exchange(
         (run_id, now, now),
     )
     if n is None:
-        row = tx.execute("SELECT COALESCE(MAX(n), 0) FROM model_exchanges WHERE run_id = ?", (run_id,)).fetchone()
-        n = int(row[0]) + 1
+        n = int(tx.execute(LAST_EXCHANGE, (run_id, run_id)).fetchone()[0]) + 1
     tx.execute(INSERT_EXCHANGE, (run_id, n, base, prefix, model, request_json, reply_json, error_json, now, tools_from))
     return n
+
+
+def exchange_rows(store: RunStore, run_id: str) -> list[dict[str, Any]]:
+    """A run's stored exchanges in call order, as `model_exchanges` rows are (FIELDS, the JSON
+    as written): the rows of that table and the lines of its events' batch rows."""
+    conn = store._connection()
+    rows = [
+        dict(row)
+        for row in conn.execute(
+            f"SELECT {', '.join(FIELDS)} FROM model_exchanges WHERE run_id = ? ORDER BY n",
+            (run_id,),
+        ).fetchall()
+    ]
+    kept = len(rows)
+    batches = conn.execute(
+        "SELECT exchanges FROM event_batches WHERE run_id = ? AND exchanges IS NOT NULL ORDER BY last_seq", (run_id,)
+    ).fetchall()
+    rows += [read_exchange_line(line) for batch in batches for line in batch[0].split("\n")]
+    if kept and len(rows) > kept:
+        rows.sort(key=lambda row: int(row["n"]))
+    return rows
 
 
 def load_exchanges(store: RunStore, run_id: str) -> list[Interaction]:
     """A run's exchanges in call order, each request's full history rebuilt from its base and
     its tools from the row that holds them."""
-    rows = (
-        store._connection()
-        .execute(
-            "SELECT n, base, prefix, request, reply, error, tools_from FROM model_exchanges"
-            " WHERE run_id = ? ORDER BY n",
-            (run_id,),
-        )
-        .fetchall()
-    )
+    rows = exchange_rows(store, run_id)
     holders = {int(row["tools_from"]) for row in rows if row["tools_from"] is not None}
     tools_json: dict[int, str] = {}  # a holder's tools, parsed afresh for each row: no list is shared
     histories: dict[int, list[Any]] = {}
@@ -127,15 +147,10 @@ def _json(model: ModelReply | RecordedError) -> str:
 
 def cassette_for_run(store: RunStore, run_id: str) -> Cassette:
     """A stored run's model traffic as a cassette (ReplayModel plays it back)."""
-    row = (
-        store._connection()
-        .execute("SELECT model FROM model_exchanges WHERE run_id = ? ORDER BY n LIMIT 1", (run_id,))
-        .fetchone()
-    )
-    interactions = load_exchanges(store, run_id)
-    if row is None or not interactions:
+    rows = exchange_rows(store, run_id)
+    if not rows:
         raise ValueError(f"run {run_id!r} has no model calls in {store.path} (was it traced?)")
-    return Cassette(model=str(row["model"]), interactions=interactions, meta={"run_id": run_id})
+    return Cassette(model=str(rows[0]["model"]), interactions=load_exchanges(store, run_id), meta={"run_id": run_id})
 
 
 class TracedModel:
@@ -147,6 +162,7 @@ class TracedModel:
     def __init__(self, inner: Model, store: RunStore, run_id: str, writer: RunWriter | None = None) -> None:
         self.inner, self.store, self.run_id, self.writer = inner, store, run_id, writer
         self.name = inner.name
+        self._model_json = json.dumps(inner.name)  # as its exchanges' lines name it
         self._sent: list[Any] = []  # the previous request's messages
         self._last_n = 0  # the number of this model's previous row
         self._tools_json: dict[tuple[int, ...], tuple[list[Any], str]] = {}  # the lists kept: ids stay theirs
@@ -180,17 +196,18 @@ class TracedModel:
 
         writer = self.writer
         if writer is not None and writer.opened:  # the run's row is there: the writer inserts the row
-            run_id, name, now = self.run_id, self.name, time.time()
+            model, now = self._model_json, time.time()
 
-            def row(tx: Any) -> tuple[Any, ...]:
-                # Rows are made in call order, so the row that holds these tools has its number.
+            def row(tx: Any) -> tuple[int, str]:
+                # Lines are made in call order, so the line that holds these tools has its number.
                 n = writer.next_exchange(tx)
                 base, self._last_n = (self._last_n if shared else 0), n
                 at = self._tools_at
                 if at is not None and at[0] == key:
-                    return (run_id, n, base, shared, name, head, reply_json, error_json, now, at[1])
+                    return n, exchange_line(n, base, shared, model, now, at[1], head, reply_json, error_json)
                 self._tools_at = key, n, offered
-                return (run_id, n, base, shared, name, _with_tools(head, tools), reply_json, error_json, now, None)
+                request = _with_tools(head, tools)
+                return n, exchange_line(n, base, shared, model, now, None, request, reply_json, error_json)
 
             writer.exchanges.append(row)
             return

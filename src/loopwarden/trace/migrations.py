@@ -139,6 +139,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE model_exchanges ADD COLUMN tools_from INTEGER;
         """,
     ),
+    Migration(
+        6,
+        "model exchanges in the events' batch rows: a commit's exchanges, one a line",
+        # Each table a commit adds a row to costs it a leaf page and a page of the table's key in
+        # the log (~15,000-20,000 instructions a page: checksums, frames), and a row per exchange
+        # had to be made too: a commit of a model that makes the run wait wrote ~7 pages. The
+        # exchanges now ride in their events' row; `last_n` is the number of its last one.
+        # Rows of `model_exchanges` stay and are read with these (trace/exchanges.py
+        # exchange_rows); exchanges committed without events still go there.
+        """
+        ALTER TABLE event_batches ADD COLUMN exchanges TEXT;
+        ALTER TABLE event_batches ADD COLUMN last_n INTEGER;
+        """,
+    ),
 )
 
 

@@ -21,8 +21,8 @@ from typing import Any
 from ..events import Event
 from .migrations import MIGRATIONS, Migration
 from .records import StoredEvent
-from .rows import insert_events, read_events
-from .store import RunStore
+from .rows import read_events, write_batch
+from .store import Exchanges, RunStore
 
 EVENTS_CHANNEL = "loopwarden_events"
 WRITE_LOCK = 0x6C77_7374  # one advisory lock for all writers of the store ("lwst")
@@ -139,7 +139,13 @@ class PostgresRunStore(RunStore):
         return super().migrate(migrations)
 
     def append_events(
-        self, run_id: str, events: Sequence[Event], *, with_rows: Callable[[Any], None] | None = None, wait: bool = True
+        self,
+        run_id: str,
+        events: Sequence[Event],
+        *,
+        with_rows: Callable[[Any], None] | None = None,
+        exchanges: Exchanges = (),
+        wait: bool = True,
     ) -> list[int] | None:
         """In one transaction, as the SQLite store's: the rows that go with them (under the
         store's write lock), then the events, numbered with the run's row locked (by the update
@@ -148,12 +154,12 @@ class PostgresRunStore(RunStore):
         none is made on the event loop's thread."""
         if not wait:
             return None
-        with self._write() if with_rows is not None else self._transaction() as tx:
+        with self._write() if with_rows is not None or exchanges else self._transaction() as tx:
             if with_rows is not None:
                 with_rows(tx)
+            seqs = write_batch(tx, run_id, events, [row(tx) for row in exchanges], returning=True)
             if not events:
                 return []
-            seqs = insert_events(tx, run_id, events, returning=True)
             tx.execute("SELECT pg_notify(?, ?)", (EVENTS_CHANNEL, run_id))
         return seqs
 

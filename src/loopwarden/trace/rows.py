@@ -57,11 +57,73 @@ def open_run(tx: Any, run_id: str, *, kind: str, params: dict[str, Any]) -> None
     )
 
 
-INSERT_BATCH = "INSERT INTO event_batches (run_id, last_seq, first_seq, data) VALUES (?, ?, ?, ?)"
+INSERT_BATCH = (
+    "INSERT INTO event_batches (run_id, last_seq, first_seq, data, exchanges, last_n) VALUES (?, ?, ?, ?, ?, ?)"
+)
 INSERT_EVENT = "INSERT INTO events (run_id, seq, type, ts, data) VALUES (?, ?, ?, ?, ?)"
+INSERT_EXCHANGE = (
+    "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts, tools_from)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+LAST_EXCHANGE = (
+    "SELECT MAX(n) FROM (SELECT COALESCE(MAX(n), 0) AS n FROM model_exchanges WHERE run_id = ?"
+    " UNION ALL SELECT COALESCE(MAX(last_n), 0) FROM event_batches WHERE run_id = ?) AS last"
+)
+"""The number of a run's last model exchange, a row of `model_exchanges` or a line of a batch's."""
 
 
-def insert_events(tx: Any, run_id: str, events: Sequence[Event], *, returning: bool) -> list[int]:
+def exchange_line(
+    n: int, base: int, prefix: int, model_json: str, ts: float, tools_from: int | None, request: str,
+    reply: str | None, error: str | None,
+) -> str:  # fmt: skip
+    """A model exchange as a line of `event_batches.exchanges` (migration 6): `model_exchanges`'s
+    columns joined by U+001F, which no JSON text holds unescaped (nor a line break), so the
+    request, reply and error are kept byte for byte and read back without parsing them. The
+    model's name is given as JSON (it may hold anything); an empty field is None."""
+    tools, answer = "" if tools_from is None else tools_from, reply or ""
+    return f"{n}\x1f{base}\x1f{prefix}\x1f{model_json}\x1f{ts!r}\x1f{tools}\x1f{request}\x1f{answer}\x1f{error or ''}"
+
+
+def read_exchange_line(line: str) -> dict[str, Any]:
+    """An `exchange_line` as the `model_exchanges` row it stands for (its columns by name)."""
+    n, base, prefix, model, ts, tools_from, request, reply, error = line.split("\x1f")
+    return {
+        "n": int(n),
+        "base": int(base),
+        "prefix": int(prefix),
+        "model": json.loads(model),
+        "ts": float(ts),
+        "tools_from": int(tools_from) if tools_from else None,
+        "request": request,
+        "reply": reply or None,
+        "error": error or None,
+    }
+
+
+def insert_exchange_lines(tx: Any, run_id: str, exchanges: Sequence[tuple[int, str]]) -> None:
+    """Exchanges committed without a batch row to ride in: a `model_exchanges` row each."""
+    rows = []
+    for _, line in exchanges:
+        row = read_exchange_line(line)
+        values = (row["n"], row["base"], row["prefix"], row["model"], row["request"], row["reply"], row["error"])
+        rows.append((run_id, *values, row["ts"], row["tools_from"]))
+    tx.executemany(INSERT_EXCHANGE, rows)
+
+
+def write_batch(
+    tx: Any, run_id: str, events: Sequence[Event], exchanges: Sequence[tuple[int, str]], *, returning: bool
+) -> list[int]:
+    """A commit's events (`insert_events`) with its model exchanges (number, `exchange_line`)."""
+    if events:
+        return insert_events(tx, run_id, events, returning=returning, exchanges=exchanges)
+    if exchanges:
+        insert_exchange_lines(tx, run_id, exchanges)
+    return []
+
+
+def insert_events(
+    tx: Any, run_id: str, events: Sequence[Event], *, returning: bool, exchanges: Sequence[tuple[int, str]] = ()
+) -> list[int]:
     """Number `events` after the run's last and insert them, the run's row moved on first.
     `returning`: in one statement that returns the new last number (UPDATE ... RETURNING: on
     Postgres one round trip fewer than reading it first, and the update locks the run's row as
@@ -73,7 +135,10 @@ def insert_events(tx: Any, run_id: str, events: Sequence[Event], *, returning: b
     The events go in as one `event_batches` row, their JSON one a line (migration 4): one
     insert a commit instead of one per event, which was most of what SQLite did for a traced
     run. An event whose own JSON has a line break (a subclass writing its own) goes, with the
-    rest of its batch, to `events`, one row each, as stores were written before."""
+    rest of its batch, to `events`, one row each, as stores were written before.
+
+    `exchanges` (their numbers and lines) go in the batch's row (migration 6): one row a
+    commit, not one more per exchange, and one table's pages fewer in the log."""
     now = time.time()
     if returning:
         row = tx.execute(
@@ -105,10 +170,13 @@ def insert_events(tx: Any, run_id: str, events: Sequence[Event], *, returning: b
     ]
     data = event_lines(numbered)
     if data is not None:
-        tx.execute(INSERT_BATCH, (run_id, last, first, data))
+        lines = "\n".join(line for _, line in exchanges) if exchanges else None
+        tx.execute(INSERT_BATCH, (run_id, last, first, data, lines, exchanges[-1][0] if exchanges else None))
     else:
         rows = [(run_id, e.seq, e.type, e.ts, e.to_json()) for e in numbered]
         tx.executemany(INSERT_EVENT, rows)
+        if exchanges:
+            insert_exchange_lines(tx, run_id, exchanges)
     return list(range(first, last + 1))
 
 

@@ -35,9 +35,11 @@ from .records import (
     RunStatus,
     StoredEvent,
 )
-from .rows import insert_events, read_events, update_status
+from .rows import read_events, update_status, write_batch
 
 BUSY_TIMEOUT_MS = 30_000
+Exchanges = Sequence[Callable[[Any], tuple[int, str]]]
+"""Model exchanges to commit with events: each gives its number and line, given the transaction."""
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -101,7 +103,7 @@ class RunStore:
         conn.execute("COMMIT")
 
     def _append_now(
-        self, run_id: str, events: Sequence[Event], with_rows: Callable[[Any], None] | None
+        self, run_id: str, events: Sequence[Event], with_rows: Callable[[Any], None] | None, exchanges: Exchanges
     ) -> list[int] | None:
         """`append_events` in a write transaction if no other writer holds the store this
         instant, else None (and nothing waits): for the event loop's own thread, which must never
@@ -134,7 +136,7 @@ class RunStore:
         try:
             if with_rows is not None:
                 with_rows(conn)
-            seqs = insert_events(conn, run_id, events, returning=False) if events else []
+            seqs = write_batch(conn, run_id, events, [row(conn) for row in exchanges], returning=False)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -316,18 +318,25 @@ class RunStore:
         return seqs[0]
 
     def append_events(
-        self, run_id: str, events: Sequence[Event], *, with_rows: Callable[[Any], None] | None = None, wait: bool = True
+        self,
+        run_id: str,
+        events: Sequence[Event],
+        *,
+        with_rows: Callable[[Any], None] | None = None,
+        exchanges: Exchanges = (),
+        wait: bool = True,
     ) -> list[int] | None:
         """Commit events in one transaction, numbered as `append_event` does, after `with_rows(tx)`
-        (rows that go with them, such as model exchanges) in the same transaction. With
+        (rows that go with them, such as the run's) in the same transaction, with the model
+        `exchanges` (each gives its number and line, given the transaction) in their row. With
         `wait=False` it writes only if no other writer holds the store this instant, and returns
         None having written nothing otherwise."""
         if not wait:
-            return self._append_now(run_id, events, with_rows)
+            return self._append_now(run_id, events, with_rows, exchanges)
         with self._write() as tx:
             if with_rows is not None:
                 with_rows(tx)
-            return insert_events(tx, run_id, events, returning=False) if events else []
+            return write_batch(tx, run_id, events, [row(tx) for row in exchanges], returning=False)
 
     def event_rows(self, run_id: str, after_seq: int = 0, *, limit: int | None = None) -> list[StoredEvent]:
         return read_events(self._connection(), run_id, after_seq, limit, no_limit=-1)

@@ -19,18 +19,14 @@ from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any, TypeVar
 
 from ..events import Event, RunFinished
+from .rows import LAST_EXCHANGE
 from .store import RunStore
 
 T = TypeVar("T")
 Row = Callable[[Any], None]
 """Writes rows inside the open transaction it is given (the run's row, say)."""
-ExchangeRow = Callable[[Any], tuple[Any, ...]]
-"""A model exchange's row (its values in INSERT_EXCHANGE's order), given the open transaction."""
-
-INSERT_EXCHANGE = (
-    "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts, tools_from)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
+ExchangeRow = Callable[[Any], tuple[int, str]]
+"""A model exchange's number and line (trace/rows.py exchange_line), given the open transaction."""
 
 MAX_BATCH = 256
 """Events kept at most before a commit, however long a run goes without waiting (a run that
@@ -49,7 +45,8 @@ class RunWriter:
         self.events: list[Event] = []
         self.rows: list[Row] = []
         self.exchanges: list[ExchangeRow] = []
-        """Inserted with one executemany after `rows` (the run's row is written by then)."""
+        """Written in the row of the events they are committed with (after `rows`: the run's row
+        is written by then)."""
         self.opening: Row | None = None
         self.closing: Row | None = None
         self.opened = False
@@ -73,29 +70,29 @@ class RunWriter:
         """The number of the run's next model exchange (read from the store once per writer:
         every model of the run writes its exchanges through this writer)."""
         if self._exchanges is None:
-            row = tx.execute("SELECT COALESCE(MAX(n), 0) FROM model_exchanges WHERE run_id = ?", (self.run_id,))
-            self._exchanges = int(row.fetchone()[0])
+            self._exchanges = int(tx.execute(LAST_EXCHANGE, (self.run_id, self.run_id)).fetchone()[0])
         self._exchanges += 1
         return self._exchanges
 
-    def _take(self) -> tuple[list[Event], Row | None]:
+    def _take(self) -> tuple[list[Event], Row | None, list[ExchangeRow]]:
         events, rows, exchanges = self.events, self.rows, self.exchanges
         if self.opening is not None:
             rows.insert(0, self.opening)
         if self.closing is not None:
             rows.append(self.closing)
         self.events, self.rows, self.exchanges, self.opening, self.closing = [], [], [], None, None
-        return events, _all(rows, exchanges) if rows or exchanges else None
+        return events, _all(rows) if rows else None, exchanges
 
     async def flush(self) -> list[Event]:
         """Commit what is pending; returns the events now durable, in order."""
-        events, with_rows = self._take()
-        if not events and with_rows is None:
+        events, with_rows, exchanges = self._take()
+        if not events and with_rows is None and not exchanges:
             return []
+        store, run_id = self.store, self.run_id
         try:
-            if self.store.append_events(self.run_id, events, with_rows=with_rows, wait=False) is not None:
+            if store.append_events(run_id, events, with_rows=with_rows, exchanges=exchanges, wait=False) is not None:
                 return events
-            await asyncio.to_thread(self.store.append_events, self.run_id, events, with_rows=with_rows)
+            await asyncio.to_thread(store.append_events, run_id, events, with_rows=with_rows, exchanges=exchanges)
         except BaseException:
             self._exchanges = None  # rolled back: read again at the next exchange
             raise
@@ -103,18 +100,16 @@ class RunWriter:
 
     def flush_now(self) -> None:
         """Commit what is pending from a run that is ending badly (waits if it must)."""
-        events, with_rows = self._take()
-        if events or with_rows is not None:
+        events, with_rows, exchanges = self._take()
+        if events or with_rows is not None or exchanges:
             self._exchanges = None
-            self.store.append_events(self.run_id, events, with_rows=with_rows)
+            self.store.append_events(self.run_id, events, with_rows=with_rows, exchanges=exchanges)
 
 
-def _all(rows: list[Row], exchanges: list[ExchangeRow]) -> Row:
+def _all(rows: list[Row]) -> Row:
     def write(tx: Any) -> None:
         for write_rows in rows:
             write_rows(tx)
-        if exchanges:  # one statement for a stretch's exchanges, not one per model call
-            tx.executemany(INSERT_EXCHANGE, [row(tx) for row in exchanges])
 
     return write
 
