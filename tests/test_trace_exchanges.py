@@ -307,8 +307,12 @@ async def test_exchanges_committed_without_a_batch_row_to_ride_in_are_rows_of_th
     await model.complete(sent[2])
     writer.events.append(UnknownEvent(type="plain", run_id="r", seq=2, ts=0.0))
     await writer.flush()  # a batch row: the exchange rides in it
+    writer.events.append(UnknownEvent(type="plain", run_id="r", seq=3, ts=0.0))
+    await writer.flush()  # a batch row without exchanges after the one with: numbering reads past it
+    await TracedModel(ScriptedModel(["four"]), opener(), "r").complete(sent[0])
     table = store._connection().execute("SELECT n FROM model_exchanges WHERE run_id = 'r' ORDER BY n").fetchall()
-    assert [row[0] for row in table] == [1, 2]
-    assert [row["n"] for row in exchange_rows(opener(), "r")] == [1, 2, 3]
-    assert [x.request.model_dump_json() for x in load_exchanges(opener(), "r")] == [r.model_dump_json() for r in sent]
-    assert [e.type for e in opener().events("r")] == ["indented", "plain"]
+    assert [row[0] for row in table] == [1, 2, 4]
+    assert [row["n"] for row in exchange_rows(opener(), "r")] == [1, 2, 3, 4]
+    read = load_exchanges(opener(), "r")
+    assert [x.request.model_dump_json() for x in read] == [r.model_dump_json() for r in [*sent, sent[0]]]
+    assert [e.type for e in opener().events("r")] == ["indented", "plain", "plain"]

@@ -66,10 +66,14 @@ INSERT_EXCHANGE = (
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 LAST_EXCHANGE = (
-    "SELECT MAX(n) FROM (SELECT COALESCE(MAX(n), 0) AS n FROM model_exchanges WHERE run_id = ?"
-    " UNION ALL SELECT COALESCE(MAX(last_n), 0) FROM event_batches WHERE run_id = ?) AS last"
+    "SELECT MAX(n) FROM (SELECT COALESCE(MAX(n), 0) AS n FROM model_exchanges WHERE run_id = ? UNION ALL"
+    " SELECT COALESCE((SELECT last_n FROM event_batches WHERE run_id = ? AND last_n IS NOT NULL"
+    " ORDER BY last_seq DESC LIMIT 1), 0)) AS last"
 )
-"""The number of a run's last model exchange, a row of `model_exchanges` or a line of a batch's."""
+"""The number of a run's last model exchange, a row of `model_exchanges` or a line of a batch's.
+Batches are numbered in commit order, exchanges too: the latest batch that has any holds the
+last, and only it is read (`last_n` is stored after the batch's JSON: MAX over every batch would
+read each of them whole)."""
 
 
 def exchange_line(
