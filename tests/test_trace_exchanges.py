@@ -241,8 +241,9 @@ async def test_a_runs_exchanges_go_in_one_row_a_commit_and_read_back_byte_for_by
     await Agent(model, [read_file], trace=store).run("Read \x1f a\n", run_id="r")
     batches = store._connection().execute(
         "SELECT last_n FROM event_batches WHERE run_id = 'r' AND exchanges IS NOT NULL"
-    )  # the model answered at once: its exchanges are in the row of the events they came with
-    assert [row[0] for row in batches.fetchall()] == [2]
+    )  # its exchanges are in the rows of the events they came with (one commit, or two if the
+    # tool ran in a worker thread, as a slow one does)
+    assert [row[0] for row in batches.fetchall()] in ([2], [1, 2])
     assert store._connection().execute("SELECT COUNT(*) FROM model_exchanges").fetchone()[0] == 0
     cassette = cassette_for_run(opener(), "r")
     assert cassette.model == odd
