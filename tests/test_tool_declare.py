@@ -3,11 +3,12 @@ the declared Tool under its own name, bare and as a decorator alike."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from typing import Any
 
 from loopwarden import ToolResult, tool
-from loopwarden.tools import business_failure
+from loopwarden.tools import Tool, business_failure
 
 
 def _parser(data: Any) -> ToolResult | None:
@@ -65,3 +66,15 @@ def test_bare_and_decorated_with_defaults_are_one_tool() -> None:
         business_failure,
     )
     assert bare.pace is decorated.pace  # one function, one name: one pace
+
+
+def test_the_tool_is_the_one_its_fields_by_name_make() -> None:
+    # tool() builds the Tool by position (cheaper than 17 keywords): the same instance as by name.
+    declared = tool(name="get", namespace="web", **OPTIONS)(fetch)
+    by_name = {**OPTIONS, "roles": frozenset(OPTIONS["roles"])}
+    expected = Tool(name="get", namespace="web", fn=fetch, args_model=declared.args_model, is_async=False,
+                    context_arg=None, **by_name)  # fmt: skip
+    assert declared == expected
+    assert [getattr(declared, f.name) for f in dataclasses.fields(Tool)] == [
+        getattr(expected, f.name) for f in dataclasses.fields(Tool)
+    ]

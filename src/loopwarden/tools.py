@@ -377,25 +377,11 @@ def _declare(func: Callable[..., Any], options: tuple[Any, ...]) -> Tool:
     tool_name = name or func.__name__
     doc_description, arg_help = parse_docstring(func.__doc__)
     args_model, context_arg = signature_model(func, tool_name, arg_help)
-    declared = Tool(
-        name=tool_name,
-        description=description or doc_description or tool_name,
-        fn=func,
-        args_model=args_model,
-        context_arg=context_arg,
-        namespace=namespace,
-        terminal=terminal,
-        repeatable=repeatable,
-        side_effect=side_effect,
-        idempotent=idempotent,
-        result_parser=result_parser,
-        timeout=timeout,
-        roles=frozenset(roles) if roles is not None else None,
-        requires_approval=requires_approval,
-        is_async=inspect.iscoroutinefunction(func),
-        blocking=blocking,
-        rerun_on_recovery=rerun_on_recovery,
-    )
+    declared = Tool(  # by position, in field order: 17 keywords matched by name cost about 8,000 instructions
+        tool_name, description or doc_description or tool_name, func, args_model, namespace, terminal, repeatable,
+        side_effect, idempotent, result_parser, timeout, frozenset(roles) if roles is not None else None,
+        requires_approval, inspect.iscoroutinefunction(func), blocking, context_arg, rerun_on_recovery,
+    )  # fmt: skip
     if not declared.is_async:
         object.__setattr__(declared, "pace", pace_of(func, tool_name))  # frozen: set once, here
     return declared
