@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from loopwarden import Agent, Budgets, FunctionModel, LoopConfig, tool
 from loopwarden.config import LoopConfig as Config
 from loopwarden.ending import finished, started_event
+from loopwarden.errors import ConfigError
 from loopwarden.events import RunFinished, RunStarted, Totals
 from loopwarden.frozen import quick_init
 from loopwarden.guard import DEFAULT_DETECTORS, build_detectors, repetition
@@ -180,7 +181,11 @@ def test_run_started_in_order_is_the_validated_event() -> None:
         assert event.model_dump() == again.model_dump() and event.model_fields_set == again.model_fields_set
         assert event.to_json() == again.to_json()
         assert event.tools == run.offered and event.tools is not run.offered
-    bad = _run(policy="bogus")
+    with pytest.raises(ConfigError, match="policy"):
+        _run(policy="bogus")  # refused where the agent is made
+    bad = _run()
+    bad.config = dataclasses.replace(bad.config)  # a config that skipped the agent's check still meets validation
+    object.__setattr__(bad.config, "policy", "bogus")
     with pytest.raises(ValidationError):
         started_event(bad, None)
     odd: Agent[Any, Any] = Agent(FunctionModel(lambda request: "done", name="m"), [])

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, cast
 from typing_extensions import TypeVar
 
 from .approval import ApprovalGate, Decision, PendingApproval
-from .config import LoopConfig
+from .config import LoopConfig, check_config
 from .errors import ConfigError, OutputValidationError
 from .events import Event, EventStamper, RunFinished, Status, Totals
 from .guard import DetectorFactory
@@ -133,6 +133,7 @@ class Agent(Generic[DepsT, OutputT]):
     taking each event. None follows LOOPWARDEN_TRACE_DB, read here once; False never traces."""
 
     def __post_init__(self) -> None:
+        check_config(self.config)
         self.trace = resolve_trace(self.trace)
         if not isinstance(self.tools, ToolRegistry):
             items = cast("Iterable[ToolLike]", self.tools)

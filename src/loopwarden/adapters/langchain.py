@@ -27,7 +27,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-from ..config import LoopConfig
+from ..config import LoopConfig, check_config
 from ..models.base import Usage
 from ..session import GuardSession, ToolSpec
 from ..trace.tracing import TraceTarget, resolve_trace
@@ -57,6 +57,7 @@ class LoopwardenMiddleware(AgentMiddleware[LoopwardenState, Any]):
     ) -> None:
         super().__init__()
         self.config = config or LoopConfig()
+        check_config(self.config)  # at set-up, not at the first call
         self.terminal_tools, self.repeatable_tools, self.write_tools = terminal_tools, repeatable_tools, write_tools
         self.trace = resolve_trace(trace)  # once: a path opens its store here, not per run
         self._bridges = Bridges()

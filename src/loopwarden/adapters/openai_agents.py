@@ -54,7 +54,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from ..config import LoopConfig
+from ..config import LoopConfig, check_config
 from ..models.base import Usage as LoopUsage
 from ..session import GuardSession, ToolSpec
 from ..trace.tracing import TraceTarget, resolve_trace
@@ -82,6 +82,7 @@ class LoopwardenGuard:
         trace: TraceTarget = None,
     ) -> None:
         self.config = config or LoopConfig()
+        check_config(self.config)  # at set-up, not at the first call
         self.roles = ToolRoles(frozenset(terminal_tools), frozenset(repeatable_tools), frozenset(write_tools))
         self.trace = resolve_trace(trace)  # once: a path opens its store here, not per run
         self._bridges = Bridges()

@@ -42,7 +42,7 @@ from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_ai.usage import RequestUsage
 
-from ..config import LoopConfig
+from ..config import LoopConfig, check_config
 from ..models.base import Usage
 from ..session import GuardSession
 from ..trace.tracing import TraceTarget, resolve_trace
@@ -68,6 +68,7 @@ class Loopwarden(AbstractCapability[Any]):
         trace: TraceTarget = None,
     ) -> None:
         self.config = config or LoopConfig()
+        check_config(self.config)  # at set-up, not at the first call
         self.roles = ToolRoles(frozenset(terminal_tools), frozenset(repeatable_tools), frozenset(write_tools))
         self._trace = resolve_trace(trace)  # once: a path opens its store here, not per run
         self._summaries: OrderedDict[str, dict[str, Any]] = OrderedDict()
