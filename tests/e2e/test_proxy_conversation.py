@@ -171,3 +171,7 @@ def test_conversation_budget_options_are_checked() -> None:
         build_settings(upstream="http://127.0.0.1:1/v1", conversation=ConversationLimits(max_cost=1.0))
     with pytest.raises(ProxyOptionError, match="--conversation-max-tokens must be above 0"):
         build_settings(upstream="http://127.0.0.1:1/v1", conversation=ConversationLimits(max_tokens=0))
+    with pytest.raises(ProxyOptionError, match="--max-tool-rounds must be 0 or more, not -3"):
+        build_settings(upstream="http://127.0.0.1:1/v1", max_tool_rounds=-3)
+    with pytest.raises(ProxyOptionError, match="--max-cost must be 0 or more"):
+        build_settings(upstream="http://127.0.0.1:1/v1", max_cost=float("nan"), price=(1.0, 1.0))

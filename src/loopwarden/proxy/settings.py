@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ..config import LoopConfig
+from ..config import LoopConfig, check_config
+from ..errors import ConfigError
 from ..guard import DEFAULT_DETECTORS
 from ..guard.budget import Budgets, Price
 from ..guard.ladder import Ladder
@@ -69,6 +70,10 @@ def build_settings(
             raise ProxyOptionError(f"--conversation-{name.replace('_', '-')} must be above 0, not {value}")
     if price is not None and min(price) < 0:
         raise ProxyOptionError(f"--price is two amounts per million tokens, input then output, not {price}")
+    asked = {"max_model_calls": max_model_calls, "max_tokens": max_tokens, "max_tool_rounds": max_tool_rounds}
+    for name, value in {**asked, "max_cost": max_cost}.items():
+        if value is not None and not value >= 0:
+            raise ProxyOptionError(f"--{name.replace('_', '-')} must be 0 or more, not {value}")
     # A coding agent's task may take hundreds of tool rounds: only the budgets asked for hold here.
     budgets = Budgets(
         max_tool_rounds=max_tool_rounds, max_model_calls=max_model_calls, max_tokens=max_tokens, max_cost=max_cost
@@ -79,6 +84,10 @@ def build_settings(
         disabled_detectors=frozenset(disabled),
         tool_timeout=None,
     )
+    try:
+        check_config(config)
+    except ConfigError as error:  # every option above is checked by name; this keeps the rest honest
+        raise ProxyOptionError(str(error)) from error
     wire_price = Price(input=price[0], output=price[1]) if price is not None else None
     policy = WirePolicy(
         config, frozenset(terminal), frozenset(repeatable), frozenset(writes), wire_price, conversation=conversation
