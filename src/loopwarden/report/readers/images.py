@@ -18,8 +18,9 @@ from ...models.base import Model, ModelRequest
 MAX_IMAGE_BYTES = 20 << 20
 NO_READER = "no image reader configured"
 # onnxruntime's default thread pools (one thread a core) spin while waiting for work: on a 2-core
-# machine that was about 0.9 s of CPU more per process for the same text (1.9 s instead of 2.8 s
-# for examples/field-scan's screenshot, identical lines and scores). One image is read at a time
+# machine that was about 0.5 s of CPU more per process for the same text (2.10-2.31 s instead of
+# 2.55-2.88 s for examples/field-scan's screenshot in a fresh process, 4 runs each taking turns,
+# identical lines and scores). One image is read at a time
 # through the one engine (the lock below), and `loopwarden serve` runs several reports at once,
 # so the calling thread alone does the work.
 ONE_THREAD = {
