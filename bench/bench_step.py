@@ -7,6 +7,7 @@ that part costs a step.
     python bench/bench_step.py --without detectors --without novelty --without events
 
     python bench/bench_step.py --fixed         # what a run costs besides its steps, by part
+    python bench/bench_step.py --gc [--after smolagents]   # what a run leaves the collector
 
 (needs valgrind; each count takes about a minute). `--run N` runs the scenario once in this
 process, the way callgrind runs it.
@@ -17,6 +18,14 @@ tool declared afresh on a new closure, as it is per run), `config` (`LoopConfig(
 `model` (the `FunctionModel`), `agent` (`Agent(...)` from those), `run` (`agent.run` of an agent
 built once, the model answering at once: run start, one model call, the ending, the result), and
 `whole` (the bench's whole run of 0 steps: its world and meter too). `--part P --run N` runs one.
+
+`--gc` counts what CPython's young-generation counter (allocations of objects the collector
+knows, less those freed) rises by in a 30-step loopwarden run, right after a run of its own or of
+`--after F`'s (as overhead.py's first table interleaves them), the collector off for that run:
+before the first model call, each step, at its highest, at its end. A young collection comes each
+time the counter passes 700, and whichever run is going then pays for it, garbage another
+framework left included: the fewer objects a run keeps while it goes, the fewer collections fall
+in it. Then, the collector on, the collections that fell in such runs. Counts, not times.
 """
 
 from __future__ import annotations
@@ -122,6 +131,68 @@ async def fixed_part(part: str, runs: int) -> None:
             await RUNNERS["loopwarden"](scenario, 2)
 
 
+def gc_counts(after: str | None, steps: int = 30, rounds: int = 20) -> None:
+    import gc
+    import statistics
+
+    warnings.simplefilter("ignore")
+    sys.path.insert(0, str(Path(__file__).parent))
+    import overhead
+    import scenarios
+    from frameworks import RUNNERS
+
+    before = after or "loopwarden"
+    marks: list[int] = []
+    decide = scenarios.Meter.decide
+
+    def marked(meter: Any, **kwargs: Any) -> Any:
+        marks.append(gc.get_count()[0])
+        return decide(meter, **kwargs)
+
+    seen = [0, 0, 0]
+    counting = [False]
+
+    def collected(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and counting[0]:
+            seen[info["generation"]] += 1
+
+    async def go() -> None:
+        for name in dict.fromkeys(("loopwarden", before)):
+            await RUNNERS[name](overhead.scenario(steps), steps + 2)  # imports and first calls
+        rises: list[tuple[int, float, int, int]] = []
+        for _ in range(rounds):
+            await RUNNERS[before](overhead.scenario(steps), steps + 2)
+            # Off for one run, so the counter's rise is all of it (no gc.collect: that empties
+            # CPython's free lists, and a run would then count objects it otherwise reuses).
+            gc.disable()
+            marks.clear()
+            start = gc.get_count()[0]
+            await RUNNERS["loopwarden"](overhead.scenario(steps), steps + 2)
+            end = gc.get_count()[0]
+            gc.enable()
+            step = statistics.median(b - a for a, b in itertools.pairwise(marks))
+            rises.append((marks[0] - start, step, max(end, *marks) - start, end - start))
+        first, step, highest, left = (statistics.median(r[i] for r in rises) for i in range(4))
+        print(f"young-generation counter over a {steps}-step loopwarden run after {before}'s, collector off")
+        print(f"(medians of {rounds}): +{first:g} before the first model call, +{step:g} a step, +{highest:g} at")
+        print(f"its highest, +{left:g} at its end (the counter stops at 0 when objects are freed)")
+        gc.callbacks.append(collected)
+        try:
+            for _ in range(rounds):
+                await RUNNERS[before](overhead.scenario(steps), steps + 2)
+                counting[0] = True
+                await RUNNERS["loopwarden"](overhead.scenario(steps), steps + 2)
+                counting[0] = False
+        finally:
+            gc.callbacks.remove(collected)
+        young, middle, old = (n / rounds for n in seen)
+        print(f"collections in a loopwarden run right after {before}'s, collector on ({rounds} rounds):")
+        print(f"{young:.2f} young, {middle:.2f} middle, {old:.2f} full a run")
+
+    scenarios.Meter.decide = marked  # type: ignore[method-assign,assignment]
+    asyncio.run(go())
+
+
 def instructions(steps: int, without: list[str], part: str | None = None) -> int:
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
     command += ["--run", str(steps), *(a for part in without for a in ("--without", part))]
@@ -154,7 +225,12 @@ def main() -> int:
     parser.add_argument("--run", type=int)
     parser.add_argument("--part", choices=FIXED)
     parser.add_argument("--fixed", action="store_true")
+    parser.add_argument("--gc", action="store_true")
+    parser.add_argument("--after")
     args = parser.parse_args()
+    if args.gc:
+        gc_counts(args.after)
+        return 0
     if args.run is not None:
         run_once(args.run, args.without, args.part)
         return 0

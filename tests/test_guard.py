@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from loopwarden.events import Totals
 from loopwarden.guard import Budgets, Ladder, Price, RepeatGuard, Rung, args_hash, canonical_json, fingerprint
 from loopwarden.models import Usage
+from loopwarden.state import CallRecord
 from loopwarden.tools import ToolResult, tool
 
 json_scalars = (
@@ -157,3 +158,23 @@ def test_price_counts_cached_tokens_at_their_rate() -> None:
     price = Price(input=1.0, output=2.0, cached_input=0.1)
     usage = Usage(prompt_tokens=1_000_000, completion_tokens=500_000, cached_tokens=400_000)
     assert abs(price.cost(usage) - (0.6 + 0.04 + 1.0)) < 1e-9
+
+
+def test_each_settled_call_keeps_what_had_changed_by_its_own_turn() -> None:
+    # The guard keeps one (writes, text) tuple while nothing changes; a write between two
+    # turns must still hold back only the call settled before it.
+    guard = RepeatGuard()
+    a, b = fingerprint("read", {"path": "a"}), fingerprint("read", {"path": "b"})
+
+    def ran(turn: int, fp: str, path: str) -> CallRecord:
+        guard.check(fp, read, turn)
+        guard.record(fp, read, ToolResult.success(path), turn)
+        return CallRecord(turn, f"c{turn}", "read", {"path": path}, fp, ToolResult.success(path), executed=True)
+
+    guard.settle([ran(1, a, "a")])
+    guard.novelty.writes += 1  # a successful write after turn 1's call settled
+    guard.settle([ran(2, b, "b")])
+    held = [guard.check(a, read, t).action for t in (3, 4)]
+    climbed = [guard.check(b, read, t).action for t in (3, 4)]
+    assert held == ["cached", "cached"]  # the world may have changed since: asking again is fair
+    assert climbed == ["cached", "nudged"]

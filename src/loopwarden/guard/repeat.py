@@ -60,12 +60,6 @@ _EXEMPT = RepeatDecision("allowed", 0)
 _FIRST = RepeatDecision("allowed", 1)
 
 
-@dataclass(slots=True)
-class _Known:
-    result: ToolResult
-    turn: int
-
-
 class RepeatGuard:
     def __init__(self, ladder: Ladder | None = None, novelty: Novelty | None = None, text_allowance: int = 3) -> None:
         self.ladder = ladder or Ladder()
@@ -79,7 +73,8 @@ class RepeatGuard:
         self._held_by_text: dict[str, int] = {}
         self._asks = 0  # proposals seen
         self._asked_at: dict[str, int] = {}
-        self._known: dict[str, _Known] = {}
+        self._known: dict[str, ToolResult] = {}  # the last result of each fingerprint, while it holds
+        self._settled = (0, 0)  # the last (writes, text) in `_after`: kept as one tuple while it stands
         self._first_turn: dict[str, int] = {}
 
     def check(self, fp: str, tool: Tool, turn: int) -> RepeatDecision:
@@ -89,8 +84,7 @@ class RepeatGuard:
         self._counts[fp] = self._counts.get(fp, 0) + 1
         count = self._climb(fp)
         self._first_turn.setdefault(fp, turn)
-        known = self._known.get(fp)
-        cached = known.result if known else None
+        cached = self._known.get(fp)
         if count == 1:
             return _FIRST
         rung = self.ladder.rung(count)
@@ -126,9 +120,14 @@ class RepeatGuard:
 
     def settle(self, records: Iterable[CallRecord]) -> None:
         """After a turn's results were observed: what changes from here on comes after these calls."""
+        novelty = self.novelty
         for record in records:
             fp = record.fingerprint
-            self._after[fp] = (self.novelty.writes, self.novelty.text)
+            settled = self._settled
+            if settled[0] != novelty.writes or settled[1] != novelty.text:
+                # One tuple while nothing changes, not one kept per call of the run.
+                settled = self._settled = (novelty.writes, novelty.text)
+            self._after[fp] = settled
             digest = self.novelty.digest_of(record)
             if digest is not None:
                 previous, self._digest[fp] = self._digest.get(fp), digest
@@ -151,7 +150,7 @@ class RepeatGuard:
         if tool.side_effect == "write" and result.ok:
             self._known.clear()
         if not result.retryable:
-            self._known[fp] = _Known(result, turn)
+            self._known[fp] = result
 
     def count(self, fp: str) -> int:
         return self._counts.get(fp, 0)
