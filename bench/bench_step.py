@@ -174,8 +174,9 @@ def gc_counts(after: str | None, steps: int = 30, rounds: int = 20) -> None:
             rises.append((marks[0] - start, step, max(end, *marks) - start, end - start))
         first, step, highest, left = (statistics.median(r[i] for r in rises) for i in range(4))
         print(f"young-generation counter over a {steps}-step loopwarden run after {before}'s, collector off")
+        low, high = min(r[2] for r in rises), max(r[2] for r in rises)
         print(f"(medians of {rounds}): +{first:g} before the first model call, +{step:g} a step, +{highest:g} at")
-        print(f"its highest, +{left:g} at its end (the counter stops at 0 when objects are freed)")
+        print(f"its highest (+{low}-{high}), +{left:g} at its end (the counter stops at 0 when objects are freed)")
         gc.callbacks.append(collected)
         try:
             for _ in range(rounds):

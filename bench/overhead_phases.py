@@ -5,9 +5,11 @@ stand-in model calls `Meter.decide` once a model call, so the marks are the same
 framework is timed right after a run of its own and right after a run of each framework named
 with `--after`: what a run pays for the processor caches another workload left it.
 
-    python bench/overhead_phases.py [framework ...] [--after smolagents] [--repeats 100] [--steps 30]
+    python bench/overhead_phases.py [framework ...] [--after smolagents] [--repeats 100] [--steps 30] [--cpu]
 
 Medians over interleaved runs (wall time: read it on a quiet machine, with `cat /proc/loadavg`).
+With `--cpu`, the process's CPU time instead (every thread's: smolagents runs in a worker thread):
+a loaded machine's waits for a core left out, though not what its other work does to the caches.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from scenarios import Meter
 
 _marks: list[float] = []
 _decide = Meter.decide
+_clock = time.perf_counter
 
 
 def _marked(self: Meter, **kwargs: object) -> object:
-    _marks.append(time.perf_counter())  # a list append: safe from smolagents' worker thread too
+    _marks.append(_clock())  # a list append: safe from smolagents' worker thread too
     return _decide(self, **kwargs)  # type: ignore[arg-type]
 
 
@@ -42,9 +45,9 @@ class Phases:
 
 async def timed(name: str, steps: int) -> Phases:
     _marks.clear()
-    began = time.perf_counter()
+    began = _clock()
     await RUNNERS[name](overhead.scenario(steps), steps + 2)
-    ended = time.perf_counter()
+    ended = _clock()
     marks = list(_marks)
     return Phases(marks[0] - began, [b - a for a, b in itertools.pairwise(marks)], ended - marks[-1])
 
@@ -88,8 +91,12 @@ def main() -> int:
     parser.add_argument("--after", action="append", default=[], choices=list(RUNNERS))
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--steps", type=int, default=overhead.STEPS)
+    parser.add_argument("--cpu", action="store_true", help="the process's CPU time, not wall time")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
+    if args.cpu:
+        global _clock
+        _clock = time.process_time
     Meter.decide = _marked  # type: ignore[method-assign,assignment]
     print(table(asyncio.run(measure(args.frameworks, args.after, args.repeats, args.steps))))
     return 0
