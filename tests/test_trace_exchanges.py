@@ -317,3 +317,14 @@ async def test_exchanges_committed_without_a_batch_row_to_ride_in_are_rows_of_th
     read = load_exchanges(opener(), "r")
     assert [x.request.model_dump_json() for x in read] == [r.model_dump_json() for r in [*sent, sent[0]]]
     assert [e.type for e in opener().events("r")] == ["indented", "plain", "plain"]
+
+
+@pytest.mark.parametrize("ts", [1796279287.1033506, 0.1 + 0.2, 1e-05, 1.5e-05, 1e16, 1.7976931348623157e308, 0.0, 5.0])
+def test_an_exchange_lines_time_reads_back_as_the_same_float(ts: float) -> None:
+    from loopwarden.trace.rows import exchange_line, read_exchange_line
+
+    line = exchange_line(3, 2, 4, json.dumps("m\x1f\n"), ts, None, '{"messages":[]}', None, '{"kind":"x"}')
+    row = read_exchange_line(line)
+    assert row["ts"] == ts and type(row["ts"]) is float
+    assert (row["n"], row["base"], row["prefix"], row["model"], row["tools_from"]) == (3, 2, 4, "m\x1f\n", None)
+    assert (row["request"], row["reply"], row["error"]) == ('{"messages":[]}', None, '{"kind":"x"}')
