@@ -23,8 +23,8 @@ from collections.abc import Awaitable, Callable
 from mcp import Client, StdioServerParameters
 
 from loopwarden import Agent, FunctionModel, ModelRequest, call
-from loopwarden.mcptools import MCPTools
 from loopwarden.models.scripted import ReplyLike
+from loopwarden.tools.mcp import MCPTools
 
 SERVER = [sys.executable, "-m", "loopwarden.examples.mcp_notes", "--catalogue", "200"]
 

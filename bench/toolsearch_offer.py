@@ -17,7 +17,7 @@ from typing import Any
 from loopwarden import Agent, FunctionModel, ModelRequest, ToolRegistry, call, tool
 from loopwarden.models import offered_tool_names
 from loopwarden.models.scripted import ReplyLike
-from loopwarden.toolsearch import SEARCH_TOOL, ToolIndex, ToolSearch
+from loopwarden.tools.search import SEARCH_TOOL, ToolIndex, ToolSearch
 
 AREAS = {
     "crm": "customer contact",

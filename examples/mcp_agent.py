@@ -18,8 +18,8 @@ import sys
 
 from loopwarden import Agent, ApprovalGate, FunctionModel, LoopConfig, ModelRequest, call
 from loopwarden.events import ApprovalRequired, RunFinished, ToolCallFinished
-from loopwarden.mcptools import MCPTools
 from loopwarden.models.scripted import ReplyLike, offered_tool_names
+from loopwarden.tools.mcp import MCPTools
 
 
 def stuck(request: ModelRequest) -> ReplyLike:

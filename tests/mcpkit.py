@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from loopwarden.mcptools import MCPTools, python_server
+from loopwarden.tools.mcp import MCPTools, python_server
 
 TOOLBOX = str(Path(__file__).parent / "mcp_servers" / "toolbox.py")
 READY_WITHIN_S = 120.0  # a bound, not a pause: a loaded 2-core machine can take long to import the SDK

@@ -54,7 +54,7 @@ def test_an_agent_that_does_not_trace_loads_no_run_store() -> None:
 def test_tool_search_loads_bm25s_when_a_run_first_searches() -> None:
     code = (
         "from loopwarden import ToolRegistry, tool\n"
-        "from loopwarden.toolsearch import ToolIndex\n"
+        "from loopwarden.tools.search import ToolIndex\n"
         "def read_file(path: str) -> str:\n    'Read a file.'\n    return path\n"
         "index = ToolIndex(ToolRegistry([read_file]))\n"
         "assert [t.name for t, _ in index.search('read a file')] == ['read_file']"

@@ -13,8 +13,8 @@ import pytest
 
 from loopwarden import RetryPolicy, ToolRegistry, ToolResult
 from loopwarden.executor import Executor, validate_arguments
-from loopwarden.mcp_results import SERVER_GONE
-from loopwarden.mcptools import MCPConnectionError, MCPTools, namespace_of
+from loopwarden.tools.mcp import MCPConnectionError, MCPTools, namespace_of
+from loopwarden.tools.mcp_results import SERVER_GONE
 from mcpkit import gone_within, silent_listener, silent_stdio, toolbox, toolbox_http, watchdog
 
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.usefixtures(watchdog.__name__)]

@@ -9,8 +9,8 @@ import pytest
 
 from loopwarden import Agent, ScriptedModel, call
 from loopwarden.executor import validate_arguments
-from loopwarden.schema_tools import tool_from_schema
 from loopwarden.tools import ToolResult
+from loopwarden.tools.schema import tool_from_schema
 
 SCHEMA = {
     "type": "object",

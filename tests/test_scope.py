@@ -12,7 +12,7 @@ from loopwarden.events import IntentRouted, RunFinished
 from loopwarden.router import Fallback, Intent, RuleRouter
 from loopwarden.scope import Scope, request_text
 from loopwarden.slots import RunClock, SlotSpec, period_slot
-from loopwarden.toolsearch import ToolSearch
+from loopwarden.tools.search import ToolSearch
 
 
 @tool(namespace="metrics")

@@ -323,7 +323,7 @@ def test_schemas_are_built_once_per_tool_and_offers_once_per_set(monkeypatch: py
 
 
 def test_idempotent_is_declared_on_function_and_schema_tools_and_decides_automatic_retry() -> None:
-    from loopwarden.schema_tools import tool_from_schema
+    from loopwarden.tools.schema import tool_from_schema
 
     @tool(side_effect="write", idempotent=True)
     def set_level(level: int) -> int:

@@ -14,7 +14,7 @@ from loopwarden.models import ToolCall, offered_tool_names
 from loopwarden.models.scripted import ReplyLike
 from loopwarden.permissions import Principal
 from loopwarden.tools import Tool
-from loopwarden.toolsearch import SEARCH_TOOL, ToolIndex, ToolSearch, found_names, keep_recent, tokens
+from loopwarden.tools.search import SEARCH_TOOL, ToolIndex, ToolSearch, found_names, keep_recent, tokens
 
 NAMESPACES = ["crm", "billing", "calendar", "files", "weather", "mail", "hr", "inventory", "support", "analytics"]
 VERBS = ["get", "list", "create", "update", "delete", "export", "archive", "search", "count", "sync"]

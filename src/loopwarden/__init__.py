@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .slots import EnumSlot, RunClock, SlotSpec, period_slot
     from .state import ChecklistItem, RunState
     from .tools import Tool, ToolRegistry, ToolResult, tool
-    from .toolsearch import ToolSearch
+    from .tools.search import ToolSearch
 
 _WHERE: dict[str, str] = {
     "Agent": "agent",
@@ -78,7 +78,7 @@ _WHERE: dict[str, str] = {
     "ToolDefinitionError": "errors",
     "ToolRegistry": "tools",
     "ToolResult": "tools",
-    "ToolSearch": "toolsearch",
+    "ToolSearch": "tools.search",
     "Totals": "events",
     "TraceFormatError": "errors",
     "UnknownEvent": "events",

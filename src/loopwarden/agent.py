@@ -33,12 +33,12 @@ from .permissions import Principal
 from .router import Router
 from .state import ChecklistItem, RunState
 from .tools import ToolLike, ToolRegistry
-from .toolsearch import ToolSearch
+from .tools.search import ToolSearch
 from .trace.tracing import Tracer, TraceTarget, resolve_trace
 from .verify import Verifier
 
 if TYPE_CHECKING:
-    from .mcptools import MCPTools
+    from .tools.mcp import MCPTools
 
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=Any)
@@ -137,8 +137,8 @@ class Agent(Generic[DepsT, OutputT]):
         self.trace = resolve_trace(self.trace)
         if not isinstance(self.tools, ToolRegistry):
             items = cast("Iterable[ToolLike]", self.tools)
-            if "loopwarden.mcptools" in sys.modules:  # an MCPTools exists only once its module is loaded
-                from .mcptools import offer_servers
+            if "loopwarden.tools.mcp" in sys.modules:  # an MCPTools exists only once its module is loaded
+                from .tools.mcp import offer_servers
 
                 items, self.tool_search = offer_servers(self.tools, self.tool_search)
             self.tools = ToolRegistry(items)

@@ -244,7 +244,7 @@ class IntentRouted(Event):
 
 
 class ToolsDiscovered(Event):
-    """Tools found by `search_tools`, offered from the next turn (toolsearch.py)."""
+    """Tools found by `search_tools`, offered from the next turn (tools/search.py)."""
 
     type: Literal["tools_discovered"] = "tools_discovered"
     turn: int

@@ -21,7 +21,7 @@ from .router import Intent, Route, Router
 from .slots import ArgumentPolicy, RunClock, pinned_arguments
 from .state import ChecklistItem
 from .tools import Tool, ToolRegistry, ToolResult
-from .toolsearch import ToolSearch, found_names, keep_recent
+from .tools.search import ToolSearch, found_names, keep_recent
 
 INTENT_TOOL_ROUND_BUDGET = "intent_tool_round_budget"
 

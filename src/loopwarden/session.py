@@ -36,8 +36,8 @@ from .guard.repeat import repeat_notice
 from .loop import Run
 from .models.base import Message, ModelReply, ModelRequest, ToolChoice
 from .proposals import Proposal
-from .schema_tools import tool_from_schema
 from .tools import SideEffect, Tool, ToolResult, business_failure
+from .tools.schema import tool_from_schema
 from .trace.tracing import TraceTarget
 
 T = TypeVar("T")

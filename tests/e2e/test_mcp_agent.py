@@ -14,10 +14,10 @@ import pytest
 
 from loopwarden import Agent, ConfigError, LoopConfig, ScriptedModel, Tool, ToolSearch, call, tool
 from loopwarden.events import ToolCallFinished
-from loopwarden.mcp_results import SERVER_GONE
-from loopwarden.mcptools import MCPTools
 from loopwarden.models.base import ModelRequest
 from loopwarden.models.scripted import FunctionModel, ReplyLike, offered_tool_names
+from loopwarden.tools.mcp import MCPTools
+from loopwarden.tools.mcp_results import SERVER_GONE
 from mcpkit import toolbox, toolbox_http, watchdog
 
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.usefixtures(watchdog.__name__)]

@@ -23,8 +23,8 @@ from ..config import LoopConfig
 from ..events import Event
 from ..guard.budget import Price
 from ..models.base import Message, ModelReply, ModelRequest, Usage
-from ..schema_tools import tool_from_schema
 from ..tools import Tool, ToolResult, business_failure
+from ..tools.schema import tool_from_schema
 from .conversation import ConversationLimits, spent_before, with_conversation
 from .history import BadRequest, Conversation, reply_from_message
 from .resume import HistoryHash, ResumeCache, history_hashes

@@ -17,14 +17,14 @@ from typing import Any, Literal, overload
 
 from pydantic import BaseModel, ConfigDict
 
-from .context import context_now
-from .errors import ToolDefinitionError
-from .fastjson import encoder
-from .frozen import quick_init
-from .retry import is_retryable_status
+from ..context import context_now
+from ..errors import ToolDefinitionError
+from ..fastjson import encoder
+from ..frozen import quick_init
+from ..retry import is_retryable_status
+from ..trusted import in_order
 from .signatures import args_model as signature_model
 from .signatures import arguments_schema, parse_docstring
-from .trusted import in_order
 
 SideEffect = Literal["read", "write"]
 
@@ -90,7 +90,7 @@ class ToolResult(BaseModel):
 
 
 class ArgumentsAsGiven(BaseModel):
-    """The arguments of a tool declared by a JSON Schema (schema_tools.py), kept as the one JSON
+    """The arguments of a tool declared by a JSON Schema (tools/schema.py), kept as the one JSON
     object the model sent, in `arguments`. The guard fingerprints, compares (detectors) and reports
     (events, approvals) that object itself, as it does a typed tool's fields."""
 

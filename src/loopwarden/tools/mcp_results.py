@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .tools import SideEffect, ToolResult
+from . import SideEffect, ToolResult
 
 # JSON-RPC / MCP error codes (mcp_types.jsonrpc), kept here so this module needs no SDK.
 CONNECTION_CLOSED = -32000

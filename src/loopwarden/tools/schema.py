@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 from pydantic import model_validator
 
-from .tools import ArgumentsAsGiven, ResultParser, SideEffect, Tool, business_failure
+from . import ArgumentsAsGiven, ResultParser, SideEffect, Tool, business_failure
 
 
 class SchemaArguments(ArgumentsAsGiven):

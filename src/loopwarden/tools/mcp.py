@@ -3,7 +3,7 @@
     async with MCPTools.stdio(sys.executable, ["server.py"]) as server:
         agent = Agent(model, [server, my_tool])  # the server's tools; behind ToolSearch when many
 
-Each listed tool keeps its JSON Schema (schema_tools.py), is named `<namespace>.<tool>` (the
+Each listed tool keeps its JSON Schema (schema.py), is named `<namespace>.<tool>` (the
 server's name unless given) and carries the guard's flags its annotations declare
 (mcp_results.py). Every call gives a `ToolResult`: an `isError` result, an MCP error, a timeout
 and a server that went away (its process exited: the SDK sees its stdout close) are failures the
@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self, TextIO
 
-from .errors import ConfigError, LoopwardenError
+from ..errors import ConfigError, LoopwardenError
+from . import Tool, ToolLike, ToolResult, tool
 from .mcp_results import (
     CONNECTION_CLOSED,
     annotation_flags,
@@ -35,9 +36,8 @@ from .mcp_results import (
     server_gone,
     transport_failure,
 )
-from .schema_tools import tool_from_schema
-from .tools import Tool, ToolLike, ToolResult, tool
-from .toolsearch import ToolSearch
+from .schema import tool_from_schema
+from .search import ToolSearch
 
 MANY_TOOLS = 20
 """More tools than this, from an agent's MCP servers together, are offered behind `ToolSearch`:

@@ -22,8 +22,8 @@ from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from .context import RunContext
-from .errors import ToolDefinitionError
+from ..context import RunContext
+from ..errors import ToolDefinitionError
 
 MAX_SHAPES_KEPT = 1024
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .tools import Tool, ToolRegistry, ToolResult, tool
+from . import Tool, ToolRegistry, ToolResult, tool
 
 SEARCH_TOOL = "search_tools"
 
