@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import uvicorn
 
-from loopwarden.approval import ApprovalGate, PendingCall
 from loopwarden.events import ApprovalDecided, ApprovalRequired, Event, EventStamper, Totals
+from loopwarden.policy.approval import ApprovalGate, PendingCall
 from loopwarden.report.events import Milestone, ReportFinished
 
 # One client for every request of these tests (no connection kept open, so a killed server leaves

@@ -1,4 +1,4 @@
-"""Approval (approval.py): a call needing approval pauses the run; approve -> it runs; deny ->
+"""Approval (policy/approval.py): a call needing approval pauses the run; approve -> it runs; deny ->
 the model sees the denial; without a gate the run ends paused and resumes from plain JSON."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import threading
 from typing import Any
 
 from loopwarden import Agent, Budgets, LoopConfig, ScriptedModel, call, tool
-from loopwarden.approval import ApprovalGate, Decision, PendingApproval, PendingCall
 from loopwarden.events import ApprovalDecided, ApprovalRequired, Event, RunFinished, ToolCallFinished
+from loopwarden.policy.approval import ApprovalGate, Decision, PendingApproval, PendingCall
 from loopwarden.tools import Tool
 
 

@@ -74,7 +74,7 @@ def test_every_event_of_a_run_is_a_runtime_event_and_parses_back_to_its_class() 
         data = json.loads(event.to_json())
         back = parse_event(data)
         assert type(back) is type(event) and back == event
-        # built unchecked on the hot path (trusted.py): what validation makes of it is the same, to the byte
+        # built unchecked on the hot path (hotpath/trusted.py): what validation makes of it is the same, to the byte
         assert back.to_json() == event.to_json()
         assert type(adapter.validate_python(data)) is type(event)
         kinds.add(type(event))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from loopwarden.fastjson import encoder, loads
+from loopwarden.hotpath.fastjson import encoder, loads
 
 VALUES: list[Any] = [
     {"path": "a.txt", "offset": 0},

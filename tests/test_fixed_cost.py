@@ -16,14 +16,14 @@ from loopwarden.config import LoopConfig as Config
 from loopwarden.ending import finished, started_event
 from loopwarden.errors import ConfigError
 from loopwarden.events import RunFinished, RunStarted, Totals
-from loopwarden.frozen import quick_init
 from loopwarden.guard import DEFAULT_DETECTORS, build_detectors, repetition
 from loopwarden.guard.detector import Detector, hooked
 from loopwarden.guard.ladder import Ladder, shared_ladder
+from loopwarden.hotpath.frozen import quick_init
+from loopwarden.hotpath.trusted import trusted
 from loopwarden.loop import Run
 from loopwarden.retry import RetryPolicy
 from loopwarden.tools import Tool
-from loopwarden.trusted import trusted
 
 
 def _twins(slots: bool) -> tuple[type[Any], type[Any]]:
@@ -344,9 +344,9 @@ async def test_an_answer_with_no_verifier_ends_the_run_as_a_verified_one_does() 
 
 
 def test_requests_and_replies_built_in_order_share_a_fields_set_until_one_is_assigned() -> None:
+    from loopwarden.hotpath.trusted import in_order
     from loopwarden.models.base import ModelReply, ModelRequest, Usage
     from loopwarden.models.scripted import as_reply
-    from loopwarden.trusted import in_order
 
     def request() -> ModelRequest:
         values = {"messages": [], "tools": [], "tool_choice": None, "max_tokens": None, "on_text": None}

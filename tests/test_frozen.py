@@ -1,4 +1,4 @@
-"""quick_init (frozen.py) makes the instances a frozen dataclass's generated __init__ makes."""
+"""quick_init (hotpath/frozen.py) makes the instances a frozen dataclass's generated __init__ makes."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from loopwarden.context import RunContext
 from loopwarden.executor import Execution
-from loopwarden.frozen import quick_init
 from loopwarden.guard.repeat import RepeatDecision, RepeatGuard
+from loopwarden.hotpath.frozen import quick_init
 from loopwarden.models.arguments import Parsed
 from loopwarden.state import ReplyRecord
 from loopwarden.tools import ToolResult, tool

@@ -186,14 +186,14 @@ def test_events_built_in_order_are_what_validating_their_given_fields_makes(monk
     merged) in a run that allows, refuses and answers calls from the cache: the same fields in
     the same order, the same fields-set, as validation of the fields it says were given; and
     none of them took the general way."""
-    import loopwarden.trusted
+    import loopwarden.hotpath.trusted as trusted_module
     from loopwarden import Agent, FunctionModel
     from loopwarden.events import ToolCallFinished, ToolCallProposed
     from loopwarden.models.scripted import call
 
     general: list[type] = []
-    trusted = loopwarden.trusted.trusted
-    monkeypatch.setattr(loopwarden.trusted, "trusted", lambda cls, values: general.append(cls) or trusted(cls, values))
+    trusted = trusted_module.trusted
+    monkeypatch.setattr(trusted_module, "trusted", lambda cls, values: general.append(cls) or trusted(cls, values))
 
     @tool
     def read(path: str) -> str:
@@ -219,7 +219,7 @@ def test_events_built_in_order_are_what_validating_their_given_fields_makes(monk
 
 def test_in_order_takes_the_general_way_for_any_other_dict() -> None:
     from loopwarden.events import ToolCallFinished
-    from loopwarden.trusted import in_order
+    from loopwarden.hotpath.trusted import in_order
 
     stamp = EventStamper("run")
     fields = {"turn": 1, "call_id": "c", "tool": "t", "ok": True, "error_type": None, "retryable": False,

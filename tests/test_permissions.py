@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from loopwarden import Agent, ScriptedModel, ToolRegistry, call, tool
 from loopwarden.events import GuardVerdict, ToolCallFinished
-from loopwarden.permissions import Principal, permits, refusal
-from loopwarden.router import Intent, RuleRouter
+from loopwarden.policy.permissions import Principal, permits, refusal
+from loopwarden.policy.router import Intent, RuleRouter
 
 
 def registry(ran: list[str]) -> ToolRegistry:

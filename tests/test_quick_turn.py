@@ -137,7 +137,7 @@ async def test_the_fused_turn_gives_what_the_general_turn_gives(name: str, monke
 
 
 def test_an_object_as_sent_is_read_as_parse_arguments_reads_it() -> None:
-    from loopwarden.fastjson import json_object
+    from loopwarden.hotpath.fastjson import json_object
     from loopwarden.models.arguments import Parsed, parse_arguments
 
     texts = ['{"a": 1}', '{}', '{"a": {"b": [1, 2.5, null]}, "c": "d"}', '{"a": NaN}', '{"a": 1, "a": 2}', " {}",

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from loopwarden.approval import ApprovalGate, PendingCall
 from loopwarden.events import ApprovalDecided, ApprovalRequired, Event
+from loopwarden.policy.approval import ApprovalGate, PendingCall
 from loopwarden.report.approvals import NO_GATE, NO_TERMINAL, LineReader, ask_on_terminal
 from loopwarden.report.events import ReportFinished
 from loopwarden.report.explore.offline import OfflineExplorer

@@ -14,7 +14,7 @@ from loopwarden import Agent, Budgets, LoopConfig, ModelRequest, Price, Scripted
 from loopwarden.events import IntentRouted, ModelCalled, RunStarted
 from loopwarden.models import FunctionModel, ModelError, ModelReply, ToolCall
 from loopwarden.models.scripted import ReplyLike
-from loopwarden.router import (
+from loopwarden.policy.router import (
     CLASSIFY_TOOL,
     ClassifierRouter,
     Fallback,
@@ -24,7 +24,7 @@ from loopwarden.router import (
     model_classifier,
     parse_classification,
 )
-from loopwarden.slots import RunClock, SlotSpec, period_slot, regex_extractor
+from loopwarden.policy.slots import RunClock, SlotSpec, period_slot, regex_extractor
 
 CLOCK = RunClock(datetime(2026, 11, 29, tzinfo=UTC))
 

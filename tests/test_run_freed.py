@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from loopwarden import Agent, ScriptedModel, call, tool
-from loopwarden.approval import messages_of
 from loopwarden.events import RunFinished
+from loopwarden.policy.approval import messages_of
 
 
 @tool

@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 import pytest
 
 from loopwarden import Agent, ScriptedModel, ToolRegistry, ToolResult, call, tool
-from loopwarden.approval import PendingApproval
 from loopwarden.events import IntentRouted, RunFinished
-from loopwarden.router import Fallback, Intent, RuleRouter
-from loopwarden.scope import Scope, request_text
-from loopwarden.slots import RunClock, SlotSpec, period_slot
+from loopwarden.policy.approval import PendingApproval
+from loopwarden.policy.router import Fallback, Intent, RuleRouter
+from loopwarden.policy.scope import Scope, request_text
+from loopwarden.policy.slots import RunClock, SlotSpec, period_slot
 from loopwarden.tools.search import ToolSearch
 
 

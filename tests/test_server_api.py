@@ -333,7 +333,7 @@ async def test_a_run_says_running_before_its_job_is_woken_by_a_decision(
     """The decision is made on a web worker thread and the job goes on on the event loop: were
     "running" written after the job was woken, it could land on the status the job ended with
     (a finished run read "running" for good: seen in tests/e2e/test_web_page.py)."""
-    from loopwarden.approval import ApprovalGate
+    from loopwarden.policy.approval import ApprovalGate
 
     seen: list[str] = []
     wake = ApprovalGate.decide

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loopwarden import tool
-from loopwarden.slots import (
+from loopwarden.policy.slots import (
     ArgumentPolicy,
     EnumSlot,
     RunClock,

@@ -12,7 +12,7 @@ from loopwarden import Agent, FunctionModel, ModelRequest, ToolRegistry, call, t
 from loopwarden.events import ModelCalled, ToolCallFinished, ToolsDiscovered
 from loopwarden.models import ToolCall, offered_tool_names
 from loopwarden.models.scripted import ReplyLike
-from loopwarden.permissions import Principal
+from loopwarden.policy.permissions import Principal
 from loopwarden.tools import Tool
 from loopwarden.tools.search import SEARCH_TOOL, ToolIndex, ToolSearch, found_names, keep_recent, tokens
 

@@ -199,7 +199,7 @@ async def test_the_environment_traces_agents_built_while_it_is_set(
 
 
 async def test_a_resumed_run_is_traced_under_its_own_id(tmp_path: Path) -> None:
-    from loopwarden.approval import PendingApproval
+    from loopwarden.policy.approval import PendingApproval
 
     @tool(requires_approval=True)
     def delete_note(path: str) -> str:

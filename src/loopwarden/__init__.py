@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .agent import Agent, RunResult, TextStream
-    from .approval import ApprovalGate, PendingApproval
     from .config import LoopConfig
     from .context import RunContext
     from .errors import (
@@ -28,29 +27,30 @@ if TYPE_CHECKING:
     from .guard import Budgets, Ladder, Price
     from .handoff import handoff
     from .models import FunctionModel, ModelReply, ModelRequest, ScriptedModel, ToolCall, Usage, call
-    from .permissions import Principal
+    from .policy.approval import ApprovalGate, PendingApproval
+    from .policy.permissions import Principal
+    from .policy.router import ClassifierRouter, Fallback, Intent, RuleRouter, model_classifier
+    from .policy.slots import EnumSlot, RunClock, SlotSpec, period_slot
     from .retry import RetryPolicy
-    from .router import ClassifierRouter, Fallback, Intent, RuleRouter, model_classifier
-    from .slots import EnumSlot, RunClock, SlotSpec, period_slot
     from .state import ChecklistItem, RunState
     from .tools import Tool, ToolRegistry, ToolResult, tool
     from .tools.search import ToolSearch
 
 _WHERE: dict[str, str] = {
     "Agent": "agent",
-    "ApprovalGate": "approval",
+    "ApprovalGate": "policy.approval",
     "Budgets": "guard",
     "CaseError": "errors",
     "ChecklistItem": "state",
-    "ClassifierRouter": "router",
+    "ClassifierRouter": "policy.router",
     "ConfigError": "errors",
-    "EnumSlot": "slots",
+    "EnumSlot": "policy.slots",
     "Event": "events",
     "EventParser": "events",
     "Executor": "executor",
-    "Fallback": "router",
+    "Fallback": "policy.router",
     "FunctionModel": "models",
-    "Intent": "router",
+    "Intent": "policy.router",
     "Ladder": "guard",
     "LoopConfig": "config",
     "LoopwardenError": "errors",
@@ -58,12 +58,12 @@ _WHERE: dict[str, str] = {
     "ModelReply": "models",
     "ModelRequest": "models",
     "OutputValidationError": "errors",
-    "PendingApproval": "approval",
+    "PendingApproval": "policy.approval",
     "Price": "guard",
-    "Principal": "permissions",
+    "Principal": "policy.permissions",
     "RetryPolicy": "retry",
-    "RuleRouter": "router",
-    "RunClock": "slots",
+    "RuleRouter": "policy.router",
+    "RunClock": "policy.slots",
     "RunContext": "context",
     "RunFinished": "events",
     "RunNotFound": "errors",
@@ -71,7 +71,7 @@ _WHERE: dict[str, str] = {
     "RunState": "state",
     "RuntimeEvent": "events",
     "ScriptedModel": "models",
-    "SlotSpec": "slots",
+    "SlotSpec": "policy.slots",
     "TextStream": "agent",
     "Tool": "tools",
     "ToolCall": "models",
@@ -85,9 +85,9 @@ _WHERE: dict[str, str] = {
     "Usage": "models",
     "call": "models",
     "handoff": "handoff",
-    "model_classifier": "router",
+    "model_classifier": "policy.router",
     "parse_event": "events",
-    "period_slot": "slots",
+    "period_slot": "policy.slots",
     "tool": "tools",
 }
 """Each public name and the module it lives in."""

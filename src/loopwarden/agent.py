@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Generic, Self, cast
 
 from typing_extensions import TypeVar
 
-from .approval import ApprovalGate, Decision, PendingApproval
 from .config import LoopConfig, check_config
 from .errors import ConfigError, OutputValidationError
 from .events import Event, EventStamper, RunFinished, Status, Totals
@@ -29,8 +28,9 @@ from .guard import DetectorFactory
 from .loop import Run
 from .models.base import Message, Model
 from .output import UNSET
-from .permissions import Principal
-from .router import Router
+from .policy.approval import ApprovalGate, Decision, PendingApproval
+from .policy.permissions import Principal
+from .policy.router import Router
 from .state import ChecklistItem, RunState
 from .tools import ToolLike, ToolRegistry
 from .tools.search import ToolSearch
@@ -120,7 +120,7 @@ class Agent(Generic[DepsT, OutputT]):
     offered: Sequence[str] | None = None
     """Names of the tools offered each turn; all registered tools when None."""
     router: Router | None = None
-    """Routes each request to an intent: its tools, slots, checklist and tool-round budget (router.py)."""
+    """Routes each request to an intent: its tools, slots, checklist and tool-round budget (policy/router.py)."""
     tool_search: ToolSearch | None = None
     """Progressive disclosure: offer `search_tools` and what it finds, not the registry."""
     principal: Principal | None = None
@@ -198,7 +198,7 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None = None,
         stamper: EventStamper | None = None,
     ) -> AsyncIterator[Event]:
-        """Continue a run that paused for approval (approval.py), with a decision per call id."""
+        """Continue a run that paused for approval (policy/approval.py), with a decision per call id."""
         agent = replace(self, approvals=ApprovalGate.with_decisions(decisions, self.approvals))
         run_id = stamper.run_id if stamper else pending.run_id
         run, stream = agent._start(pending.messages, run_id, stamper, deps=deps)

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from .errors import ConfigError
 from .events import StopPolicy
 from .executor import RetryPolicy
-from .frozen import quick_init
 from .guard.budget import Budgets
 from .guard.ladder import Ladder
+from .hotpath.frozen import quick_init
 
 WRAP_UP_NUDGE = (
     "You are repeating a call whose result you already have. Do not call it again: "

@@ -21,7 +21,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from .frozen import quick_init
+from .hotpath.frozen import quick_init
 
 DepsT = TypeVar("DepsT")
 

@@ -25,9 +25,9 @@ from .events import (
 from .guard.budget import HARD_BUDGET_REASONS
 from .guard.ladder import Finding, Rung
 from .guard.repetition import ChantInStream, StreamWatch, chant
+from .hotpath.trusted import in_order
 from .models.base import ModelError, ModelReply, ModelRequest, ToolChoice, Usage
 from .proposals import Proposal
-from .trusted import in_order
 from .verify import first_failure, reinforcement
 
 if TYPE_CHECKING:

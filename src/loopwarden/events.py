@@ -7,7 +7,7 @@ discriminated union, `RuntimeEvent`; `parse_event` reads them back, and any othe
 classes by subclassing `Event` and read them back with an `EventParser` given those classes.
 
 Events are validated wherever they are read (`parse_event`: JSON, SQLite, SSE) and built by
-`EventStamper`; those of every tool step in field order from the loop's own values (trusted.py).
+`EventStamper`; those of every tool step in field order from the loop's own values (hotpath/trusted.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .hotpath.trusted import in_order, own_fields_set_first, trusted
 from .models.base import ClientNote, Usage
-from .trusted import in_order, own_fields_set_first, trusted
 
 Status = Literal["completed", "degraded", "failed", "paused", "cancelled"]
 StopPolicy = Literal["degrade", "fail", "handoff"]
@@ -34,7 +34,7 @@ class Event(BaseModel):
     """The fields every event has. Unknown fields are an error: a misspelt field never passes."""
 
     model_config = ConfigDict(extra="forbid")
-    __setattr__ = own_fields_set_first  # built in order, one shape's events share a fields-set (trusted.py)
+    __setattr__ = own_fields_set_first  # built in order, one shape's events share a fields-set (hotpath/trusted.py)
 
     type: str
     run_id: str
@@ -224,7 +224,7 @@ class RunFinished(Event):
 
 
 class IntentRouted(Event):
-    """The routing decision made by code before the first model call (router.py, scope.py)."""
+    """The routing decision made by code before the first model call (policy/router.py, policy/scope.py)."""
 
     type: Literal["intent_routed"] = "intent_routed"
     intent: str | None
@@ -253,7 +253,7 @@ class ToolsDiscovered(Event):
 
 
 class ApprovalRequired(Event):
-    """A `requires_approval` call waits for a decision (approval.py). `resume` is the
+    """A `requires_approval` call waits for a decision (policy/approval.py). `resume` is the
     serialisable state (`PendingApproval`) from which the run can be resumed elsewhere."""
 
     type: Literal["approval_required"] = "approval_required"
@@ -337,7 +337,7 @@ class EventStamper:
         return cls(run_id=self.run_id, seq=self._seq, ts=time.time(), **fields)
 
     def trusted(self, cls: type[E], **fields: Any) -> E:
-        """As calling the stamper, for values of the right types made by the runtime (trusted.py)."""
+        """As calling the stamper, for values of the right types made by the runtime (hotpath/trusted.py)."""
         self._seq += 1
         fields["run_id"], fields["seq"], fields["ts"] = self.run_id, self._seq, time.time()
         return trusted(cls, fields)

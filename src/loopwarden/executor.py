@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .frozen import quick_init
+from .hotpath.frozen import quick_init
 from .retry import Retrier, Retry, RetryPolicy, is_retryable_status, retry_after_seconds
 from .tools import Tool, ToolResult
 

@@ -15,7 +15,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .approval import ApprovalReview, messages_of
 from .config import CHECKLIST_DONE_REQUEST, CHECKLIST_OPEN_REMINDER
 from .context import RunContext, current_context
 from .ending import (
@@ -52,14 +51,15 @@ from .guard.novelty import novelty_of
 from .guard.repeat import RepeatGuard
 from .handoff import HandoffTool, hand_off
 from .hooks import run_hook
+from .hotpath.trusted import trusted
 from .models.base import Message, Model, ModelReply, ToolChoice
 from .output import OutputSpec
+from .policy.approval import ApprovalReview, messages_of
+from .policy.scope import Scope, request_text
+from .policy.slots import RunClock
 from .proposals import Proposal, ProposalChecker, first_stopped, terminal_result
-from .scope import Scope, request_text
-from .slots import RunClock
 from .state import CallRecord, Checklist, RunState
 from .tools import Tool, ToolResult
-from .trusted import trusted
 
 if TYPE_CHECKING:
     from .agent import Agent

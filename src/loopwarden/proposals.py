@@ -16,14 +16,14 @@ from pydantic import BaseModel
 
 from .events import Head
 from .executor import Execution, validate_arguments
-from .fastjson import json_object
 from .guard.fingerprint import canonical_json, hash_of_canonical
 from .guard.ladder import Finding, Rung
 from .guard.repeat import DETECTOR, RepeatDecision, RepeatGuard, repeat_notice
+from .hotpath.fastjson import json_object
 from .models.arguments import Parsed, parse_arguments
 from .models.base import ToolCall
-from .permissions import refusal
-from .slots import ArgumentPolicy
+from .policy.permissions import refusal
+from .policy.slots import ArgumentPolicy
 from .state import CallRecord
 from .tools import ArgumentsAsGiven, Tool, ToolRegistry, ToolResult
 

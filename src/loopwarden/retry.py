@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
-from .frozen import quick_init
+from .hotpath.frozen import quick_init
 
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
 """Besides every 5xx: request timeout, conflict (a lock that timed out), too early, rate limited."""

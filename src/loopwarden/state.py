@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .frozen import quick_init
+from .hotpath.frozen import quick_init
 from .tools import ToolResult
 
 ItemPredicate = Callable[[Any, ToolResult], bool]

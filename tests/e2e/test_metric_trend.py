@@ -16,8 +16,8 @@ import pytest
 
 from loopwarden import Agent, ChecklistItem, ScriptedModel, ToolRegistry, call, tool
 from loopwarden.events import Event, GuardVerdict, IntentRouted, ModelCalled, RunFinished, ToolCallFinished
-from loopwarden.router import Intent, RuleRouter
-from loopwarden.slots import SlotSpec, date_extractor, iso_date, period_slot, regex_extractor
+from loopwarden.policy.router import Intent, RuleRouter
+from loopwarden.policy.slots import SlotSpec, date_extractor, iso_date, period_slot, regex_extractor
 
 NOW = datetime(2026, 11, 29, 9, 30, tzinfo=UTC)
 TODAY = NOW.date()

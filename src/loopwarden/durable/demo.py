@@ -29,11 +29,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..agent import Agent
-from ..approval import ApprovalGate
 from ..config import LoopConfig
 from ..events import Event, EventStamper, RunFinished
 from ..hooks import idempotency_key
 from ..models.base import ModelReply, ModelRequest, ToolCall, Usage
+from ..policy.approval import ApprovalGate
 from ..report.events import ReportFinished
 from ..tools import Tool, tool
 

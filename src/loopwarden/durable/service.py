@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from dbos import DBOS, SetWorkflowID
 
-from ..approval import Decision
 from ..events import Event
+from ..policy.approval import Decision
 from ..server.runner import QueueFull, Runner, RunSignals
 from ..server.settings import ServerSettings
 from ..trace.store import RunStore

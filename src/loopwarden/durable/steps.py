@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any
 from dbos import DBOS, StepOptions
 from pydantic import BaseModel
 
-from ..approval import ApprovalGate, Decision, PendingCall
 from ..executor import Execution
 from ..hooks import idempotency_key_var
 from ..models.base import ClientNote, ModelError, ModelReply, ModelRequest, Usage
+from ..policy.approval import ApprovalGate, Decision, PendingCall
 from ..tools import Tool, ToolResult
 
 if TYPE_CHECKING:

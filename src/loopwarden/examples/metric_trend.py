@@ -21,7 +21,7 @@ from rich.console import Console
 
 from .. import Agent, ChecklistItem, Intent, RuleRouter, ScriptedModel, SlotSpec, ToolRegistry, call, period_slot, tool
 from ..events import Event, GuardVerdict, IntentRouted, ModelCalled, RunFinished, ToolCallFinished
-from ..slots import date_extractor, iso_date, regex_extractor
+from ..policy.slots import date_extractor, iso_date, regex_extractor
 
 REQUEST = "record today's reading 150/95 and show the trend for the last two weeks"
 NOW = datetime(2026, 11, 29, 9, 30, tzinfo=UTC)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..events import Totals
-from ..frozen import quick_init
+from ..hotpath.frozen import quick_init
 from ..models.base import Usage
 
 

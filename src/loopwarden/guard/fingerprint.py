@@ -14,7 +14,7 @@ import json
 import math
 from typing import Any
 
-from ..fastjson import encoder
+from ..hotpath.fastjson import encoder
 
 
 def _canonical(value: Any) -> Any:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
 
-from ..frozen import quick_init
+from ..hotpath.frozen import quick_init
 
 
 class Rung(StrEnum):

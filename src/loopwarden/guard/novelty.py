@@ -18,7 +18,7 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..fastjson import encoder
+from ..hotpath.fastjson import encoder
 
 if TYPE_CHECKING:
     from ..state import CallRecord, RunState

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..events import VerdictAction
-from ..frozen import quick_init
+from ..hotpath.frozen import quick_init
 from ..state import CallRecord
 from ..tools import Tool, ToolResult
 from .ladder import Ladder, Rung

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..fastjson import loads
-from ..frozen import quick_init
+from ..hotpath.fastjson import loads
+from ..hotpath.frozen import quick_init
 
 TEMPLATE_TOKENS = re.compile(
     r"<\|(?:im_start|im_end|im_sep|eot_id|eom_id|end_of_text|begin_of_text|start_header_id|end_header_id|"

@@ -9,7 +9,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ModelError
-from ..trusted import own_fields_set_first
+from ..hotpath.trusted import own_fields_set_first
 
 Message = dict[str, Any]
 """One OpenAI chat message (`role`, `content`, `tool_calls`, `tool_call_id`, ...)."""
@@ -57,7 +57,7 @@ class ToolCall(BaseModel):
 
 
 class ModelRequest(BaseModel):
-    __setattr__ = own_fields_set_first  # built in order each step: they share a fields-set (trusted.py)
+    __setattr__ = own_fields_set_first  # built in order each step: they share a fields-set (hotpath/trusted.py)
 
     messages: list[Message]
     tools: list[dict[str, Any]] = Field(default_factory=list)

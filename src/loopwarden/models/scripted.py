@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from itertools import count
 from typing import Any
 
-from ..trusted import in_order, trusted
+from ..hotpath.trusted import in_order, trusted
 from .base import ModelError, ModelReply, ModelRequest, ToolCall, Usage
 
 ReplyLike = ModelReply | str | ToolCall | list[ToolCall] | Exception

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TextIO
 
-from ..approval import ApprovalGate, Decision, PendingCall
+from ..policy.approval import ApprovalGate, Decision, PendingCall
 from ..tools import Tool
 
 CODE_TOOLS = frozenset({"make_figure"})

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..approval import ApprovalGate
 from ..events import Event, EventStamper, RunFinished, Totals
 from ..models.base import Model
+from ..policy.approval import ApprovalGate
 from .config import ReportConfig, ReportInputError, validate_report_config
 from .events import Milestone, ReportFinished, ReportStatus
 from .plan import Stage, Toolchain, plan_stages, probe_toolchain

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..approval import ApprovalGate
 from ..events import Event, EventStamper, Totals
 from ..hooks import adapt_model
 from ..models.base import Model
+from ..policy.approval import ApprovalGate
 from .config import ReportConfig
 from .events import ExplorationDone, FigureMade, GapFound, ReportStatus, ScanDone
 from .folder.scan import ScanResult, scan_folder

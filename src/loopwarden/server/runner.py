@@ -10,9 +10,9 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..approval import ApprovalGate
 from ..errors import LoopwardenError
 from ..events import ApprovalDecided, Event, EventStamper, Totals
+from ..policy.approval import ApprovalGate
 from ..report.events import ReportFinished
 from ..trace.store import FINAL_STATUSES, RunStatus, RunStore
 from .events import APPROVAL_REQUIRED

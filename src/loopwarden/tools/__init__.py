@@ -19,10 +19,10 @@ from pydantic import BaseModel, ConfigDict
 
 from ..context import context_now
 from ..errors import ToolDefinitionError
-from ..fastjson import encoder
-from ..frozen import quick_init
+from ..hotpath.fastjson import encoder
+from ..hotpath.frozen import quick_init
+from ..hotpath.trusted import in_order
 from ..retry import is_retryable_status
-from ..trusted import in_order
 from .signatures import args_model as signature_model
 from .signatures import arguments_schema, parse_docstring
 

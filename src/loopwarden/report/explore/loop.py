@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from ...agent import Agent
-from ...approval import ApprovalGate
 from ...config import LoopConfig
 from ...events import Event, EventStamper, RunFinished
 from ...guard.budget import Budgets
 from ...models.base import Model
+from ...policy.approval import ApprovalGate
 from ..approvals import DenyAll, gate_code_tools
 from ..events import ExplorationCutOff, ExplorationDone, InjectionSuspected, IsolationProbed
 from ..folder.groups import group_files

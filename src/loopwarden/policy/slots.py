@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from .tools import Tool, ToolResult
+from ..tools import Tool, ToolResult
 
 # -- the run's clock ----------------------------------------------------------------------------
 

@@ -17,10 +17,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from .errors import ConfigError
-from .models.base import Model, ModelRequest, Usage
+from ..errors import ConfigError
+from ..models.base import Model, ModelRequest, Usage
+from ..state import ChecklistItem
 from .slots import Normaliser, RunClock, SlotSpec
-from .state import ChecklistItem
 
 RouteMethod = Literal["rule", "classifier", "fallback"]
 

@@ -12,16 +12,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError
-from .events import Totals
-from .guard.budget import Budgets
-from .models.base import Message
+from ..errors import ConfigError
+from ..events import Totals
+from ..guard.budget import Budgets
+from ..models.base import Message
+from ..state import ChecklistItem
+from ..tools import Tool, ToolRegistry, ToolResult
+from ..tools.search import ToolSearch, found_names, keep_recent
 from .permissions import permits
 from .router import Intent, Route, Router
 from .slots import ArgumentPolicy, RunClock, pinned_arguments
-from .state import ChecklistItem
-from .tools import Tool, ToolRegistry, ToolResult
-from .tools.search import ToolSearch, found_names, keep_recent
 
 INTENT_TOOL_ROUND_BUDGET = "intent_tool_round_budget"
 

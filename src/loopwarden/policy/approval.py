@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from .events import ApprovalDecided, ApprovalRequired, Event, EventStamper
-from .guard.fingerprint import args_hash
-from .models.base import ModelReply, ToolCall
-from .tools import ToolResult
+from ..events import ApprovalDecided, ApprovalRequired, Event, EventStamper
+from ..guard.fingerprint import args_hash
+from ..models.base import ModelReply, ToolCall
+from ..tools import ToolResult
 
 if TYPE_CHECKING:
-    from .models.base import Message
-    from .proposals import Proposal
+    from ..models.base import Message
+    from ..proposals import Proposal
 
 
 class Decision(BaseModel):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from .tools import Tool, ToolResult
+from ..tools import Tool, ToolResult
 
 
 @dataclass(frozen=True)
