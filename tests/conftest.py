@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from helpers import close_default_loop
-from shared_setup import LLAMA_GROUP, shared_setup_group, workers_for
+from shared_setup import LLAMA_GROUP, shared_setup_group
 
 settings.register_profile(
     "loaded",
@@ -109,17 +109,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     config.option.loadscopereorder = False  # keep the collection order (start_order below)
     return SharedSetupScheduling(config, log)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """`-n auto`: one worker more than xdist's count of cores (shared_setup.workers_for says why).
-    PYTEST_XDIST_AUTO_NUM_WORKERS, when set, is left to xdist (it is taken as given)."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return None
-    from xdist.plugin import pytest_xdist_auto_num_workers as xdist_count
-
-    return workers_for(xdist_count(config))
 
 
 def pytest_configure(config: pytest.Config) -> None:

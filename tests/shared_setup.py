@@ -1,6 +1,5 @@
-"""Which tests share an expensive fixture, for the xdist scheduler in tests/conftest.py, and how many
-workers `-n auto` starts (a module of its own: tests/test_suite_groups.py checks it, and a conftest
-cannot be imported by name)."""
+"""Which tests share an expensive fixture, for the xdist scheduler in tests/conftest.py (a module
+of its own: tests/test_suite_groups.py checks it, and a conftest cannot be imported by name)."""
 
 from __future__ import annotations
 
@@ -42,12 +41,3 @@ def shared_setup_group(nodeid: str) -> str | None:
     """The SHARED_SETUP_GROUPS group of a test id (`tests/<file>::<name>`), if any."""
     relative = nodeid.split("::", 1)[0].removeprefix("tests/")
     return next((group for group, files in SHARED_SETUP_GROUPS.items() if relative in files), None)
-
-
-def workers_for(cores: int) -> int:
-    """xdist workers for `-n auto` (tests/conftest.py): one more than the cores. A worker waits on
-    its test's subprocesses, servers and deadlines (a Postgres lease, an HTTP timeout, a polled
-    window), and with one worker a core that core idled: sampled every 0.2 s over a whole run on 2
-    cores, the suite's processes left 10% of the core time unused with 2 workers and 1.6% with 3.
-    The extra worker costs its start (importing every test module, ~6 s of CPU)."""
-    return cores + 1

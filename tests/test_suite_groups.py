@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shared_setup import LLAMA_GROUP, SHARED_SETUP_GROUPS, shared_setup_group, workers_for
+from shared_setup import LLAMA_GROUP, SHARED_SETUP_GROUPS, shared_setup_group
 
 TESTS = Path(__file__).resolve().parent
 SHARED_SCOPE = re.compile(r"@pytest\.fixture\(\s*scope=[\"'](module|package|session)[\"']")
@@ -40,7 +40,3 @@ def test_a_test_id_maps_to_its_files_group_or_none() -> None:
     assert all(files for files in SHARED_SETUP_GROUPS.values())
     for files in SHARED_SETUP_GROUPS.values():
         assert all((TESTS / file).is_file() for file in files), files
-
-
-def test_auto_starts_one_worker_more_than_the_cores() -> None:
-    assert [workers_for(cores) for cores in (1, 2, 16)] == [2, 3, 17]
