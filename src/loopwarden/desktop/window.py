@@ -29,6 +29,7 @@ from PySide6.QtWebEngineWidgets import QWebEngineView
 from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow
 
 from .embedded import EmbeddedServer, app_settings
+from .focus import take_focus
 from .instance import Instance
 
 TITLE = "loopwarden"
@@ -144,6 +145,8 @@ class Window(QMainWindow):
         self.showNormal()
         self.raise_()
         self.activateWindow()
+        if QApplication.platformName() == "xcb":
+            take_focus(int(self.winId()))  # Qt's own request may carry a stale time: see focus.py
         print("loopwarden: another launch asked for this window; brought it to the front", file=sys.stderr, flush=True)
 
     def _download(self, download: QWebEngineDownloadRequest) -> None:
