@@ -73,6 +73,17 @@ def start_xvfb() -> tuple[subprocess.Popen[bytes], str]:
     return process, f":{int(number)}"
 
 
+def stop_xvfb(process: subprocess.Popen[bytes]) -> None:
+    """End an Xvfb and reap it, so no server of a finished module is still running (or a zombie)
+    when the worker's next one starts."""
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=60)
+
+
 def debug_port() -> int:
     """A port for the window's DevTools (Qt refuses port 0): one below the kernel's ephemeral range,
     free when checked. The test then checks the DevTools page is this app's page."""

@@ -1,46 +1,54 @@
-"""`desktop.focus.take_focus` against a real X server (Xvfb) and a real client window (xmessage):
+"""`desktop.focus.take_focus` against a real X server (Xvfb) and a real window:
 why Qt's own request can fail (a focus request stamped earlier than the last focus change is
 dropped by the server) and that one stamped with the server's time is not."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 
 import pytest
 
-from desktopkit import XWindows, start_xvfb, wait_for, xdotool, xvfb_available
+from desktopkit import XWindows, start_xvfb, stop_xvfb, wait_for, xdotool, xvfb_available
 from loopwarden.desktop.focus import take_focus
 
 
 @pytest.fixture(scope="module")
 def display() -> Iterator[str]:
-    if not xvfb_available() or shutil.which("xmessage") is None:  # CI installs them (.ci/apt/app.txt)
-        (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)("needs Xvfb, xdotool and xmessage")
+    if not xvfb_available():  # CI installs them (.ci/apt/app.txt): missing there is a failure
+        (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)("needs Xvfb and xdotool (.ci/apt/app.txt)")
     process, name = start_xvfb()
     yield name
-    process.terminate()
-    process.wait(timeout=60)
+    stop_xvfb(process)
 
 
 @pytest.fixture
 def window(display: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """A plain mapped top-level window, made through Xlib on a connection the test holds (the
+    window lives as long as it): no client program to start and search for."""
     monkeypatch.setenv("DISPLAY", display)
-    client = subprocess.Popen(
-        ["xmessage", "-display", display, "-name", "lwfocus", "focus test"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    x = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
+    x.XOpenDisplay.restype = ctypes.c_void_p
+    x.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x.XDefaultRootWindow.restype = ctypes.c_ulong
+    x.XDefaultRootWindow.argtypes = [ctypes.c_void_p]
+    x.XCreateSimpleWindow.restype = ctypes.c_ulong
+    x.XCreateSimpleWindow.argtypes = [ctypes.c_void_p, ctypes.c_ulong] + [ctypes.c_int] * 2 + [ctypes.c_uint] * 3
+    x.XCreateSimpleWindow.argtypes += [ctypes.c_ulong] * 2
+    x.XMapWindow.argtypes = [ctypes.c_void_p, ctypes.c_ulong]
+    x.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    x.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    connection = x.XOpenDisplay(display.encode())
+    assert connection, f"cannot open {display}"
     try:
-        found = wait_for(
-            "xmessage's window", lambda: xdotool(display, "search", "--onlyvisible", "--classname", "lwfocus"), 60
-        )
-        yield int(found.split()[0])
+        made = int(x.XCreateSimpleWindow(connection, x.XDefaultRootWindow(connection), 10, 10, 200, 100, 0, 0, 0))
+        x.XMapWindow(connection, made)
+        x.XSync(connection, 0)  # no window manager: mapped (and viewable) once the server has it
+        yield made
     finally:
-        client.kill()
-        client.wait(timeout=60)
+        x.XCloseDisplay(connection)
 
 
 def _focus(display: str) -> str:

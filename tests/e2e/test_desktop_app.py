@@ -24,6 +24,7 @@ from desktopkit import (
     run_cli,
     screenshot,
     start_xvfb,
+    stop_xvfb,
     wait_for,
     xdotool,
     xvfb_available,
@@ -55,7 +56,7 @@ def display() -> Iterator[str]:
         (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)("needs Xvfb and xdotool (.ci/apt/app.txt)")
     process, name = start_xvfb()
     yield name
-    process.terminate()
+    stop_xvfb(process)
     process.wait(30)
 
 
