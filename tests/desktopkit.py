@@ -73,6 +73,19 @@ def start_xvfb() -> tuple[subprocess.Popen[bytes], str]:
     return process, f":{int(number)}"
 
 
+def xvfb_display() -> Iterator[str]:
+    """A module fixture's body: a display of an Xvfb of its own for the module's tests, ended after
+    them. Without Xvfb and xdotool the tests skip, or fail under CI, which installs them
+    (.ci/apt/app.txt)."""
+    import pytest
+
+    if not xvfb_available():
+        (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)("needs Xvfb and xdotool (.ci/apt/app.txt)")
+    process, name = start_xvfb()
+    yield name
+    stop_xvfb(process)
+
+
 def stop_xvfb(process: subprocess.Popen[bytes]) -> None:
     """End an Xvfb and reap it, so no server of a finished module is still running (or a zombie)
     when the worker's next one starts."""

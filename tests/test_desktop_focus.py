@@ -6,22 +6,17 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 from collections.abc import Iterator
 
 import pytest
 
-from desktopkit import XWindows, start_xvfb, stop_xvfb, wait_for, xdotool, xvfb_available
+from desktopkit import XWindows, wait_for, xdotool, xvfb_display
 from loopwarden.desktop.focus import take_focus
 
 
 @pytest.fixture(scope="module")
 def display() -> Iterator[str]:
-    if not xvfb_available():  # CI installs them (.ci/apt/app.txt): missing there is a failure
-        (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)("needs Xvfb and xdotool (.ci/apt/app.txt)")
-    process, name = start_xvfb()
-    yield name
-    stop_xvfb(process)
+    yield from xvfb_display()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ Screenshots of the start and the end are kept in the test's temporary folder (`s
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +22,9 @@ from desktopkit import (
     iter_lines,
     run_cli,
     screenshot,
-    start_xvfb,
-    stop_xvfb,
     wait_for,
     xdotool,
-    xvfb_available,
+    xvfb_display,
 )
 from loopwarden.trace.store import RunStore
 
@@ -52,12 +49,7 @@ FINAL = (
 
 @pytest.fixture(scope="module")
 def display() -> Iterator[str]:
-    if not xvfb_available():  # CI installs them (.ci/apt/app.txt): missing there is a failure
-        (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)("needs Xvfb and xdotool (.ci/apt/app.txt)")
-    process, name = start_xvfb()
-    yield name
-    stop_xvfb(process)
-    process.wait(30)
+    yield from xvfb_display()
 
 
 def _start_run(app: App) -> str:
