@@ -27,6 +27,14 @@ def test_each_framework_with_the_adapter_stops_where_loopwarden_does(
     pytest.importorskip(FRAMEWORKS[framework])
     monkeypatch.syspath_prepend(str(BENCH))
     import adapters  # bench/adapters.py
+    import scenarios  # bench/scenarios.py
+
+    # The benchmark ends a run its framework has not stopped after 300 calls (its table's ">= 300");
+    # here only "guarded <= alone" needs the run that was not stopped, and the guarded runs end within
+    # ~10 calls. LangChain's 5 unstopped collapses were 9.9 of the file's ~17 s of CPU (its graph's
+    # per-step cost, 1,500 steps). 60 is above every framework's own stop (PydanticAI's request
+    # limit 50, the Agents SDK's 10 turns), so each still ends as in the table.
+    monkeypatch.setattr(scenarios, "MEASUREMENT_CAP", 60)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
