@@ -29,6 +29,7 @@ SHARED_SETUP_GROUPS: dict[str, tuple[str, ...]] = {
         "e2e/test_web_page.py",
         "e2e/test_web_timeline.py",
         "test_server_sse.py",
+        "e2e/test_mcp_agent.py",
         "test_report_tables_corpus.py",
         "test_report_attribute_names.py",
         "test_report_statistics.py",
