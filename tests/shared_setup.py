@@ -15,8 +15,12 @@ from __future__ import annotations
 # a server of its own (each loads the model: 1 s of CPU and 600 MB) and waited on it at the same time.
 # While CI is still building llama-cpp-python they run last, one at a time: see conftest.py.
 LLAMA_GROUP = "llama"
+# The modules whose tests import the MCP SDK in the worker (about 1.3 s of CPU a process) are one
+# unit too, so one worker imports it (test_readme's MCP block may on another), not every worker.
+MCP_GROUP = "mcp"
 SHARED_SETUP_GROUPS: dict[str, tuple[str, ...]] = {
     LLAMA_GROUP: ("e2e/test_llama_real_model.py", "e2e/test_proxy_llama.py"),
+    MCP_GROUP: ("e2e/test_mcp_agent.py", "test_mcptools.py"),
 } | {
     file: (file,)
     for file in (
@@ -29,7 +33,6 @@ SHARED_SETUP_GROUPS: dict[str, tuple[str, ...]] = {
         "e2e/test_web_page.py",
         "e2e/test_web_timeline.py",
         "test_server_sse.py",
-        "e2e/test_mcp_agent.py",
         "test_report_tables_corpus.py",
         "test_report_attribute_names.py",
         "test_report_statistics.py",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shared_setup import LLAMA_GROUP, SHARED_SETUP_GROUPS, shared_setup_group
+from shared_setup import LLAMA_GROUP, MCP_GROUP, SHARED_SETUP_GROUPS, shared_setup_group
 
 TESTS = Path(__file__).resolve().parent
 SHARED_SCOPE = re.compile(r"@pytest\.fixture\(\s*scope=[\"'](module|package|session)[\"']")
@@ -36,6 +36,7 @@ def test_a_test_id_maps_to_its_files_group_or_none() -> None:
     assert shared_setup_group("tests/e2e/test_proxy_llama.py::test_y") == LLAMA_GROUP
     assert shared_setup_group("tests/e2e/test_llama_real_model.py::test_z") == LLAMA_GROUP
     assert shared_setup_group("tests/test_report_statistics.py::test_w") == "test_report_statistics.py"
+    assert shared_setup_group("tests/test_mcptools.py::test_u") == MCP_GROUP  # the SDK imported on one worker
     assert shared_setup_group("tests/test_events.py::test_v") is None
     assert all(files for files in SHARED_SETUP_GROUPS.values())
     for files in SHARED_SETUP_GROUPS.values():
