@@ -26,6 +26,19 @@ from loopwarden.report.events import Milestone, ReportFinished
 HTTP = httpx.Client(timeout=30, limits=httpx.Limits(max_keepalive_connections=0))
 
 
+def report_without_pdf(
+    config: Any, *, run_id: str | None = None, start_seq: int = 0, approvals: ApprovalGate | None = None
+) -> AsyncIterator[Event]:
+    """The real report pipeline as the server runs it, with xelatex treated as missing (no PDF): for
+    the tests whose point is the run's approvals, not its PDF (xelatex was about 3 s of CPU a run).
+    The PDF of a server run is checked by tests/e2e/test_web_page.py."""
+    from loopwarden.report.pipeline import run_report
+    from loopwarden.report.plan import Toolchain
+
+    no_latex = Toolchain(None, None, None)
+    return run_report(config, run_id=run_id, start_seq=start_seq, approvals=approvals, toolchain=no_latex)
+
+
 def job_spec(config: Any) -> dict[str, Any]:
     path = Path(config.data_dir) / "job.json"
     return json.loads(path.read_text()) if path.exists() else {}

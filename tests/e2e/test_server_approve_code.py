@@ -1,11 +1,13 @@
 """A real report run (the offline pipeline on the example folder) started on a real uvicorn with
 approve_code: it pauses at each figure call until the API decides. One figure is approved and
 drawn; another is denied, never drawn, and the explorer's record says it read the denial; the
-report still completes."""
+report still completes, its PDF without the denied figure. The other tests' runs make no PDF
+(server_jobs.report_without_pdf): their point is the approvals."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -17,7 +19,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from loopwarden.server.app import create_app
 from loopwarden.server.settings import ServerSettings
-from server_jobs import serve_in_thread
+from server_jobs import report_without_pdf, serve_in_thread
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 APPROVED, DENIED = "data_scan_1000mA", "data_scan_1500mA"
@@ -74,7 +76,7 @@ def _events(client: httpx.Client, run_id: str) -> list[dict[str, Any]]:
 
 
 def test_api_approves_one_figure_and_denies_another_in_a_real_run(tmp_path: Path) -> None:
-    app = create_app(_settings(tmp_path))  # the real report pipeline, offline
+    app = create_app(_settings(tmp_path))  # the real report pipeline, offline, with its PDF
     with serve_in_thread(app) as base, httpx.Client(base_url=base, timeout=30) as client:
         started = client.post("/api/runs", json={"folder": "field-scan", "approve_code": True})
         assert started.status_code == 202, started.text
@@ -100,6 +102,7 @@ def test_api_approves_one_figure_and_denies_another_in_a_real_run(tmp_path: Path
 
         names = {a["name"] for a in client.get(f"/api/runs/{run_id}/artifacts").json()}
         assert f"figures/{APPROVED}.png" in names and f"figures/{DENIED}.png" not in names
+        assert ("report.pdf" in names) == (shutil.which("xelatex") is not None)  # compiles without the denied one
         assert client.get(f"/api/runs/{run_id}/artifacts/figures/{DENIED}.png").status_code == 404
         record = client.get(f"/api/runs/{run_id}/artifacts/exploration.json").json()
         assert f"make_figure {DENIED}" in record["methodology_notes"]  # the explorer read the denial
@@ -107,7 +110,7 @@ def test_api_approves_one_figure_and_denies_another_in_a_real_run(tmp_path: Path
 
 
 def test_the_form_field_starts_a_run_that_pauses_at_the_first_figure(tmp_path: Path) -> None:
-    app = create_app(_settings(tmp_path))
+    app = create_app(_settings(tmp_path), report_without_pdf)
     with serve_in_thread(app) as base, httpx.Client(base_url=base, timeout=30) as client:
         started = client.post("/api/runs", data={"folder": "field-scan", "approve_code": "on"})
         assert started.status_code == 202, started.text
@@ -124,7 +127,7 @@ def test_the_form_field_starts_a_run_that_pauses_at_the_first_figure(tmp_path: P
 def test_two_paused_runs_with_the_same_call_ids_are_decided_apart(tmp_path: Path) -> None:
     """The offline explorer numbers its calls the same way in every run: a decision on one run's
     call must reach that run's gate only."""
-    app = create_app(_settings(tmp_path))
+    app = create_app(_settings(tmp_path), report_without_pdf)
     with serve_in_thread(app) as base, httpx.Client(base_url=base, timeout=30) as client:
         ids = [client.post("/api/runs", json={"folder": "field-scan", "approve_code": True}).json()["id"] for _ in "ab"]
         first = [_poll(client, run_id, lambda r: bool(_pending(r)))["approvals"][0] for run_id in ids]

@@ -1,4 +1,5 @@
-"""The page, in headless Chromium, with the real report pipeline: a run started with "approve figure
+"""The page, in headless Chromium, with the real report pipeline (without its PDF: see
+server_jobs.report_without_pdf): a run started with "approve figure
 code" ticked pauses at each figure; the page shows the model-written code and its buttons decide.
 One figure approved is drawn, another denied is not, and the run completes."""
 
@@ -14,7 +15,7 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 from loopwarden.server.app import create_app  # noqa: E402
 from loopwarden.server.settings import ServerSettings  # noqa: E402
-from server_jobs import serve_in_thread  # noqa: E402
+from server_jobs import report_without_pdf, serve_in_thread  # noqa: E402
 
 EXAMPLES = TESTS.parent / "examples"
 APPROVED, DENIED = "data_scan_1000mA", "data_scan_1500mA"
@@ -24,7 +25,7 @@ def test_page_approves_one_figure_and_denies_another(tmp_path: Path, browser: An
     settings = ServerSettings(
         db_path=tmp_path / "state" / "runs.db", runs_dir=tmp_path / "state" / "runs", allowed_roots=[EXAMPLES]
     )
-    app = create_app(settings)  # the real report pipeline, offline
+    app = create_app(settings, report_without_pdf)  # the real report pipeline, offline
     with serve_in_thread(app) as base:
         page = browser.new_page()
         requests: list[str] = []
