@@ -8,6 +8,7 @@ that part costs a step.
 
     python bench/bench_step.py --fixed         # what a run costs besides its steps, by part
     python bench/bench_step.py --gc [--after smolagents]   # what a run leaves the collector
+    python bench/bench_step.py --misses [--after smolagents]   # a run's cache misses after another's
 
 (needs valgrind; each count takes about a minute). `--run N` runs the scenario once in this
 process, the way callgrind runs it.
@@ -26,6 +27,12 @@ before the first model call, each step, at its highest, at its end. A young coll
 time the counter passes 700, and whichever run is going then pays for it, garbage another
 framework left included: the fewer objects a run keeps while it goes, the fewer collections fall
 in it. Then, the collector on, the collections that fell in such runs. Counts, not times.
+
+`--misses` counts what a 30-step loopwarden run costs right after a run of its own or of `--after
+F`'s (overhead.py's first table interleaves them): callgrind with a simulated cache, the last level
+one core's 1 MB L2 (`--LL=1048576,8,64`), collecting only inside `sys.call_tracing`, through which
+each measured run is driven (ROUNDS of them, each after one of the other's). The misses of the last
+level a run are the first pass through the run's code and type data that the other run pushed out.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from typing import Any
 PARTS = ("detectors", "novelty", "events")
 FIXED = ("declare", "config", "model", "agent", "run", "whole")
 RUNS = 100
+ROUNDS = 10
 """detectors: none built (the default five off); novelty: a result's content key is a counter
 (no stripping, no encoding); events: the four per-step events are not built (None; their fields still gathered)."""
 
@@ -194,6 +202,50 @@ def gc_counts(after: str | None, steps: int = 30, rounds: int = 20) -> None:
     asyncio.run(go())
 
 
+def run_rounds(after: str, steps: int = 30) -> None:
+    """ROUNDS loopwarden runs, each right after one of `after`'s, only they driven through
+    `sys.call_tracing` (the symbol callgrind toggles collection on)."""
+    warnings.simplefilter("ignore")
+    sys.path.insert(0, str(Path(__file__).parent))
+    import overhead
+    from frameworks import RUNNERS
+
+    import loopwarden.tools
+
+    loopwarden.tools.INLINE_LIMIT_S = 60.0  # as in run_once
+    import frameworks
+
+    # A peer that runs in a worker thread (smolagents) runs in this one here: the same work and
+    # caches, without valgrind serialising two threads (a round then took minutes at load 10).
+    in_thread = getattr(frameworks, f"_run_{after}_sync", None)
+    loop = asyncio.new_event_loop()
+
+    def other() -> None:
+        if in_thread is not None:
+            in_thread(overhead.scenario(steps), steps + 2)
+        else:
+            loop.run_until_complete(RUNNERS[after](overhead.scenario(steps), steps + 2))
+
+    loop.run_until_complete(RUNNERS["loopwarden"](overhead.scenario(steps), steps + 2))  # imports and first calls
+    other()
+    for _ in range(ROUNDS):
+        other()
+        sys.call_tracing(loop.run_until_complete, (RUNNERS["loopwarden"](overhead.scenario(steps), steps + 2),))
+    loop.close()
+
+
+def misses(after: str) -> dict[str, int]:
+    """Callgrind's events a measured run (see run_rounds), cache simulated."""
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--cache-sim=yes"]
+    command += ["--LL=1048576,8,64", "--toggle-collect=sys_call_tracing", "--collect-atstart=no"]
+    command += [sys.executable, __file__, "--rounds", "--after", after]
+    env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
+    out = subprocess.run(command, capture_output=True, text=True, check=True, env=env).stderr
+    names, counts = re.search(r"Events +: ([\w ]+)\n", out), re.search(r"Collected : ([\d ]+)\n", out)
+    assert names and counts, out[-2000:]
+    return {name: int(count) // ROUNDS for name, count in zip(names[1].split(), counts[1].split(), strict=True)}
+
+
 def instructions(steps: int, without: list[str], part: str | None = None) -> int:
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
     command += ["--run", str(steps), *(a for part in without for a in ("--without", part))]
@@ -228,7 +280,20 @@ def main() -> int:
     parser.add_argument("--fixed", action="store_true")
     parser.add_argument("--gc", action="store_true")
     parser.add_argument("--after")
+    parser.add_argument("--misses", action="store_true")
+    parser.add_argument("--rounds", action="store_true")
     args = parser.parse_args()
+    if args.rounds:
+        run_rounds(args.after or "loopwarden")
+        return 0
+    if args.misses:
+        print("| a 30-step loopwarden run after | Ir | I1 misses | D1 misses | LL misses (1 MB) |")
+        print("|---|---:|---:|---:|---:|")
+        for before in dict.fromkeys(("loopwarden", args.after or "loopwarden")):
+            m = misses(before)
+            l1, ll = m["I1mr"], m["ILmr"] + m["DLmr"] + m["DLmw"]
+            print(f"| {before} | {m['Ir']:,} | {l1:,} | {m['D1mr'] + m['D1mw']:,} | {ll:,} |")
+        return 0
     if args.gc:
         gc_counts(args.after)
         return 0
