@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .config import CHECKLIST_DONE_REQUEST, CHECKLIST_OPEN_REMINDER
@@ -98,7 +99,6 @@ class Run:
         self._terminals = [  # a handoff is an option, not the way to finish
             t.wire_name for t in agent.registry if t.terminal and not isinstance(t, HandoffTool)
         ]
-        self.approvals = ApprovalReview(agent.approvals, self.stamp, messages_of(self))  # no cycle: freed with the run
         roles = agent.principal.roles if agent.principal else None
         self.scope = Scope(agent.registry, roles, RunClock(agent.clock), agent.tool_search)
         self.checker = ProposalChecker(agent.registry, self.repeats, roles, self.scope.arguments)
@@ -128,6 +128,11 @@ class Run:
         self.started = time.monotonic()
         if (hook := run_hook.get()) is not None:  # e.g. durable/: model calls and tools become steps
             hook(self)
+
+    @cached_property
+    def approvals(self) -> ApprovalReview:
+        """Made when a call first needs approval (most runs have none to ask: nothing to set up)."""
+        return ApprovalReview(self.agent.approvals, self.stamp, messages_of(self))  # no cycle: freed with the run
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -198,7 +203,7 @@ class Run:
                     continue
                 for event in self._proposed(proposals):
                     yield event
-                if self.approvals.needed(proposals):
+                if ApprovalReview.needed(proposals):
                     async for event in approval_review(self, proposals):
                         yield event
                     if self.done:
