@@ -156,7 +156,8 @@ class Run:
             while not self.done:  # the tool phase, all in this generator: no generator of its own per turn
                 if reply is None:
                     check_budgets(self)
-                    reply = await call_model(self, self._offered_now(), self._choice_now())
+                    # _offered_now() and _choice_now() written out: two calls fewer a step
+                    reply = await call_model(self, self.scope.offered(self.narrowed), self.forced_choice or "auto")
                     yield model_event(self, reply)
                     for event in apply_findings(self) if self._on_text(reply) else ():  # text flagged: steer
                         yield event
@@ -192,7 +193,8 @@ class Run:
                     event, record = self._finish(p)
                     yield event
                     self._settle([record])
-                    if (found := self._discovered([(tool, execution.result)])) is not None:
+                    search = self.scope.search  # None unless tools are found by search: no call, no list
+                    if search is not None and (found := self._discovered([(tool, execution.result)])) is not None:
                         yield found
                     if (tool.terminal and execution.result.ok) or self.state.checklist_complete:
                         async for event in self._end_phase(proposals):
