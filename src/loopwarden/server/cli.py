@@ -36,10 +36,6 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Serve report runs over HTTP: API, live events (SSE) and a web page."""
-        import uvicorn
-
-        from .app import create_app
-        from .jobs import load_job
         from .settings import InsecureBinding, ServerSettings, check_binding
 
         token = os.environ.get(TOKEN_ENV) or None
@@ -64,6 +60,13 @@ def register(app: typer.Typer) -> None:
         if lock is None:
             typer.echo(f"error: another loopwarden server is using {state_dir}", err=True)
             raise typer.Exit(2)
+        if settings.durable:
+            _check_database(state_dir, settings.database_url)
+        import uvicorn
+
+        from .app import create_app
+        from .jobs import load_job
+
         try:
             application = create_app(settings, load_job(job) if job else None)
         except Exception as error:
@@ -82,6 +85,19 @@ def register(app: typer.Typer) -> None:
         mode = " (durable)" if settings.durable else ""
         typer.echo(f"loopwarden: serving on http://{host}:{port}/ (runs in {state_dir}){mode}", err=True)
         uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+def _check_database(state_dir: Path, url: str | None) -> None:
+    """A wrong or unreachable database, said in one line (exit 2) before the web app, DBOS and the
+    job are imported (about 1.3 s of CPU and more of waiting on a loaded machine, only to fail).
+    Starting DBOS checks it again: this is the early answer, not the only one."""
+    from ..durable.database import Database, DatabaseError
+
+    try:
+        Database.resolve(state_dir, url).check()
+    except DatabaseError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
 
 
 def lock_state_dir(state_dir: Path) -> IO[bytes] | None:
