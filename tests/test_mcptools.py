@@ -1,12 +1,17 @@
 """MCPTools against real MCP server processes (tests/mcp_servers/toolbox.py, the SDK's own server):
 listing, schemas, annotations, isError and protocol errors, timeouts, a server that dies mid-call,
-stdio and streamable HTTP, the sync entry."""
+stdio and streamable HTTP, the sync entry.
+
+The tests that only list and call tools which leave the server as it was share one stdio server
+(`plain_toolbox`, held through the sync entry on a loop of its own, so each test's loop calls it
+from outside): each start imports the MCP SDK in a new Python, about 1.3 s of CPU."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,26 +25,35 @@ from mcpkit import gone_within, silent_listener, silent_stdio, toolbox, toolbox_
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.usefixtures(watchdog.__name__)]
 
 
-async def test_stdio_lists_the_tools_under_the_servers_namespace_with_their_schemas() -> None:
-    async with toolbox() as server:
-        by_name = {t.name: t for t in server.tools}
-        assert server.namespace == "toolbox"
-        assert {"get_weather", "delete_file", "set_flag", "refuse", "fs__read", "crash", "stall"} <= set(by_name)
-        weather = by_name["get_weather"]
-        assert weather.qualified_name == "toolbox.get_weather" and weather.wire_name == "toolbox__get_weather"
-        assert weather.description == "The current weather of a city."
-        assert weather.parameters == {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        }
-        result = await server.call("get_weather", {"city": "Oslo"})
-        assert result.ok and result.data == {"result": "Oslo: 11.5 degrees, light rain"}
+@pytest.fixture(scope="module")
+def plain_toolbox() -> Iterator[MCPTools]:
+    """The toolbox over stdio with the default options, open for the module (tests/shared_setup.py MCP_GROUP)."""
+    with toolbox() as server:
+        yield server
 
 
-async def test_annotations_map_onto_side_effect_idempotent_and_approval_only_where_given() -> None:
-    async with toolbox() as server:
-        flags = {t.name: (t.side_effect, t.idempotent, t.requires_approval, t.repeatable) for t in server.tools}
+async def test_stdio_lists_the_tools_under_the_servers_namespace_with_their_schemas(plain_toolbox: MCPTools) -> None:
+    server = plain_toolbox
+    by_name = {t.name: t for t in server.tools}
+    assert server.namespace == "toolbox"
+    assert {"get_weather", "delete_file", "set_flag", "refuse", "fs__read", "crash", "stall"} <= set(by_name)
+    weather = by_name["get_weather"]
+    assert weather.qualified_name == "toolbox.get_weather" and weather.wire_name == "toolbox__get_weather"
+    assert weather.description == "The current weather of a city."
+    assert weather.parameters == {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    }
+    result = await server.call("get_weather", {"city": "Oslo"})
+    assert result.ok and result.data == {"result": "Oslo: 11.5 degrees, light rain"}
+
+
+async def test_annotations_map_onto_side_effect_idempotent_and_approval_only_where_given(
+    plain_toolbox: MCPTools,
+) -> None:
+    server = plain_toolbox
+    flags = {t.name: (t.side_effect, t.idempotent, t.requires_approval, t.repeatable) for t in server.tools}
     assert flags["get_weather"] == ("read", True, False, False)  # readOnlyHint, idempotentHint
     assert flags["delete_file"] == ("write", False, True, False)  # destructiveHint: the approval gate decides
     assert flags["set_flag"] == ("write", True, False, False)  # destructiveHint false, idempotentHint true
@@ -55,16 +69,16 @@ async def test_overrides_make_a_tool_repeatable_or_terminal_and_approval_can_be_
     assert flags["delete_file"] == (False, False, False)
 
 
-async def test_is_error_results_and_protocol_errors_are_structured_failures() -> None:
-    async with toolbox() as server:
-        refused = await server.call("refuse", {"reason": "quota exceeded"})
-        assert not refused.ok and refused.error_type == "tool_error" and not refused.retryable
-        assert "quota exceeded" in (refused.message or "")
-        unknown = await server.call("no_such_tool", {})
-        assert not unknown.ok and "no_such_tool" in (unknown.message or "")
-        wrong = await server.call("get_weather", {"city": 3})  # past the local schema check: the server's
-        assert not wrong.ok and "city" in (wrong.message or "")
-        assert (await server.call("get_weather", {"city": "Rome"})).ok  # the server is still fine
+async def test_is_error_results_and_protocol_errors_are_structured_failures(plain_toolbox: MCPTools) -> None:
+    server = plain_toolbox
+    refused = await server.call("refuse", {"reason": "quota exceeded"})
+    assert not refused.ok and refused.error_type == "tool_error" and not refused.retryable
+    assert "quota exceeded" in (refused.message or "")
+    unknown = await server.call("no_such_tool", {})
+    assert not unknown.ok and "no_such_tool" in (unknown.message or "")
+    wrong = await server.call("get_weather", {"city": 3})  # past the local schema check: the server's
+    assert not wrong.ok and "city" in (wrong.message or "")
+    assert (await server.call("get_weather", {"city": "Rome"})).ok  # the server is still fine
 
 
 async def test_a_write_without_idempotent_hint_that_times_out_is_run_once_by_the_executor() -> None:
