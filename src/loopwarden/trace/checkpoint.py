@@ -17,13 +17,17 @@ import sqlite3
 import threading
 from pathlib import Path
 
-PAGES = 1000
-"""Pages written to the log (as `committed` estimates them) between two checkpoint requests:
-SQLite's own automatic checkpoint is at 1,000 pages. Counted in pages, not commits: a run whose
-model answers at once commits hundreds of rows at a time, one whose model makes it wait commits
-a call's few rows at a time, and a checkpoint costs about the same either way (a connection
-opened, the log and the database synced: 2-4 ms of CPU). Every 16 commits, as it was, was six
-checkpoints per 100-call run with a waiting model."""
+PAGES = 4000
+"""Pages written to the log (as `committed` estimates them) between two checkpoint requests.
+Counted in pages, not commits: a run whose model answers at once commits hundreds of rows at a
+time, one whose model makes it wait commits a call's few rows at a time, and a checkpoint costs
+about the same either way (every 16 commits, as it was, was six checkpoints per 100-call run with
+a waiting model). 4,000, not SQLite's own 1,000: a checkpoint has a cost of its own (a
+connection, two `fdatasync`s: 3-4 ms of system time) and copies a page the commits rewrote (the
+run's row, the last leaf of each b-tree) once however often they rewrote it, so one in four as
+many cost a run whose model waits ~1 ms less of the checkpoint thread's CPU and an instant one
+~0.2 ms (bench/README.md, 3 December 2026, third round). The log still starts over at every
+checkpoint: its file grew to 13-15 MB in 80 runs of the bench (4 KB pages), not ~4-5 MB."""
 
 COMMIT_PAGES = 6
 """Pages every commit writes to the log however few its rows: the database header (the file
@@ -31,6 +35,14 @@ grew), the run's row, the pages of the b-trees the new rows go to, and their par
 
 ROWS_PER_PAGE = 4
 """Rows to a page beyond those: an event is a few hundred bytes, a model exchange a few KB."""
+
+RESTART_WAIT_MS = 50
+"""How long the RESTART pass of a checkpoint waits for the write lock (and, holding it, for
+readers still on the log); SQLite's busy handler polls with the GIL released. It gave up at once
+before, and with a model that makes the run wait (a commit per call) it found the lock held in 12
+of 28 checkpoints of 40 bench runs (load ~10; 0 of 28 with the wait): the log then grew past its
+end by every commit until one succeeded (to 78 MB in 60 runs; 4-5 MB with the wait at 1,000
+pages; bench/README.md, 3 December 2026, third round)."""
 
 _requests: queue.SimpleQueue[Path] = queue.SimpleQueue()
 _pending: set[Path] = set()
@@ -94,17 +106,18 @@ def checkpoint(path: Path) -> None:
     copied, and commits made while this thread copied always come after it (the log of a run
     whose model answers at once, or a busy server's, grew by ~4 MB a run, never reused, each
     frame written past the end of the file). So the passive pass copies the bulk without blocking
-    anyone, then RESTART copies what was committed meanwhile while it holds the write lock, and
-    gives up at once (no busy timeout) if a writer holds that lock or a reader still needs the
-    log: a commit of the event loop that finds the lock held goes to a worker thread and waits
-    the few milliseconds (trace/writer.py), and the next checkpoint tries again."""
+    anyone, then RESTART copies what was committed meanwhile while it holds the write lock. It
+    waits up to `RESTART_WAIT_MS` for that lock, then for readers still on the log; a commit of
+    the event loop that finds the lock held meanwhile goes to a worker thread and waits the few
+    milliseconds (trace/writer.py), and a RESTART that still finds either busy gives up until
+    the next checkpoint."""
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, isolation_level=None, timeout=1.0)
     except (sqlite3.Error, OSError):
         return
     try:
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute(f"PRAGMA busy_timeout = {RESTART_WAIT_MS}")
         conn.execute("PRAGMA wal_checkpoint(RESTART)")
     except sqlite3.Error:
         pass
