@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 from importlib import resources
+from importlib.util import find_spec
 from pathlib import Path
 
 import pandas as pd
@@ -49,8 +50,17 @@ table (the list gives 10 base features for 30 columns)."""
 MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 
 
+def sklearn_datasets() -> Path:
+    """scikit-learn's datasets folder (its shipped CSVs in data/, descriptions in descr/), found
+    without importing it: `resources.files("sklearn.datasets")` imports the package, ~2 s of CPU in
+    each xdist worker that only copies a file from it."""
+    spec = find_spec("sklearn")
+    assert spec is not None and spec.submodule_search_locations, "scikit-learn is not installed"
+    return Path(next(iter(spec.submodule_search_locations))) / "datasets"
+
+
 def _sklearn(kind: str, name: str) -> Path:
-    return Path(str(resources.files("sklearn.datasets") / kind / name))
+    return sklearn_datasets() / kind / name
 
 
 def sklearn_folder(root: Path, names: tuple[str, ...] = ("iris", "wine_data")) -> Path:

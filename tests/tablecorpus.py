@@ -21,6 +21,8 @@ from typing import Any
 
 import pandas as pd
 
+from describedcorpus import sklearn_datasets
+
 
 @dataclass
 class Case:
@@ -64,7 +66,7 @@ def _weather() -> pd.DataFrame:
 
 
 def _sklearn_file(name: str) -> Path:
-    return Path(str(resources.files("sklearn.datasets") / "data" / name))
+    return sklearn_datasets() / "data" / name
 
 
 def _means(frame: pd.DataFrame) -> dict[str, float]:

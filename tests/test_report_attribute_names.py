@@ -6,14 +6,13 @@ of another length is never stretched to fit; a table with a header is never rena
 from __future__ import annotations
 
 import shutil
-from importlib import resources
 from importlib.util import find_spec
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from describedcorpus import EXPECTED_COLUMNS, SKLEARN, sklearn_folder, weather_folder
+from describedcorpus import EXPECTED_COLUMNS, SKLEARN, sklearn_datasets, sklearn_folder, weather_folder
 from loopwarden.report.explore.statistics import fact_sentence, table_facts
 from loopwarden.report.folder.paths import PathGuard
 from loopwarden.report.readers import FileReader
@@ -98,7 +97,7 @@ def test_a_description_addressing_an_ai_names_nothing(tmp_path: Path) -> None:
 
 
 def test_what_the_scikit_learn_descriptions_list() -> None:
-    descr = Path(str(resources.files("sklearn.datasets"))) / "descr"
+    descr = sklearn_datasets() / "descr"
     housing = attribute_candidates((descr / "california_housing.rst").read_text())
     assert housing[0][1] == ["MedInc", "HouseAge", "AveRooms", "AveBedrms", "Population", "AveOccup", "Latitude",
                              "Longitude"]  # fmt: skip

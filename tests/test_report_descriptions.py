@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from describedcorpus import weather_folder
+from describedcorpus import sklearn_datasets, weather_folder
 from loopwarden.report.readers.descriptions import describe, first_sentence, folder_title, main_description
 
 if find_spec("sklearn") is None:  # looked up, not imported: the import cost ~2-4 s of each worker's collection
@@ -17,7 +17,7 @@ if find_spec("sklearn") is None:  # looked up, not imported: the import cost ~2-
 
 
 def _descr(name: str) -> str:
-    return (Path(str(resources.files("sklearn.datasets"))) / "descr" / name).read_text(encoding="utf-8")
+    return (sklearn_datasets() / "descr" / name).read_text(encoding="utf-8")
 
 
 def test_a_restructuredtext_description_gives_title_summary_and_units() -> None:
