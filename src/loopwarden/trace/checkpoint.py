@@ -23,10 +23,10 @@ Counted in pages, not commits: a run whose model answers at once commits hundred
 time, one whose model makes it wait commits a call's few rows at a time, and a checkpoint costs
 about the same either way (every 16 commits, as it was, was six checkpoints per 100-call run with
 a waiting model). 4,000, not SQLite's own 1,000: a checkpoint has a cost of its own (a
-connection, two `fdatasync`s: 3-4 ms of system time) and copies a page the commits rewrote (the
-run's row, the last leaf of each b-tree) once however often they rewrote it, so one in four as
-many cost a run whose model waits ~1 ms less of the checkpoint thread's CPU and an instant one
-~0.2 ms (bench/README.md, 3 December 2026, third round). The log still starts over at every
+connection, two `fdatasync`s: 3-4 ms of system time) beside the pages it copies (about as many
+either way: a run's pages are mostly new ones), so one in four as many cost a run whose model
+waits ~1 ms less of the checkpoint thread's CPU and an instant one ~0.2 ms (bench/README.md,
+3 December 2026, third round). The log still starts over at every
 checkpoint: its file grew to 13-15 MB in 80 runs of the bench (4 KB pages), not ~4-5 MB."""
 
 COMMIT_PAGES = 6
