@@ -18,12 +18,9 @@ LLAMA_GROUP = "llama"
 # The modules whose tests import the MCP SDK in the worker (about 1.3 s of CPU a process) are one
 # unit too, so one worker imports it (test_readme's MCP block may on another), not every worker.
 MCP_GROUP = "mcp"
-# The web page modules share one Chromium (tests/e2e/conftest.py `chromium`, session-scoped).
-WEB_GROUP = "web"
 SHARED_SETUP_GROUPS: dict[str, tuple[str, ...]] = {
     LLAMA_GROUP: ("e2e/test_llama_real_model.py", "e2e/test_proxy_llama.py"),
     MCP_GROUP: ("e2e/test_mcp_agent.py", "test_mcptools.py"),
-    WEB_GROUP: ("e2e/test_web_page.py", "e2e/test_web_timeline.py", "e2e/test_web_approve_code.py"),
 } | {
     file: (file,)
     for file in (
@@ -33,6 +30,8 @@ SHARED_SETUP_GROUPS: dict[str, tuple[str, ...]] = {
         "test_desktop_focus.py",
         "e2e/test_proxy_fidelity.py",
         "e2e/test_server_bad_input.py",
+        "e2e/test_web_page.py",
+        "e2e/test_web_timeline.py",
         "test_server_sse.py",
         "test_report_tables_corpus.py",
         "test_report_attribute_names.py",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shared_setup import LLAMA_GROUP, MCP_GROUP, SHARED_SETUP_GROUPS, WEB_GROUP, shared_setup_group
+from shared_setup import LLAMA_GROUP, MCP_GROUP, SHARED_SETUP_GROUPS, shared_setup_group
 
 TESTS = Path(__file__).resolve().parent
 SHARED_SCOPE = re.compile(r"@pytest\.fixture\(\s*scope=[\"'](module|package|session)[\"']")
@@ -28,13 +28,6 @@ def test_every_file_with_a_module_or_session_fixture_is_grouped() -> None:
     assert users - {Path(__file__).name} == {"e2e/test_llama_real_model.py", "e2e/test_proxy_llama.py"}
     # every real-model test in one group, so the session starts one llama server: see shared_setup.py
     assert set(SHARED_SETUP_GROUPS[LLAMA_GROUP]) == users - {Path(__file__).name}
-    # every module on tests/e2e/conftest.py's session Chromium (a `browser` it does not define) in one group
-    on_shared_chromium = {
-        path.relative_to(TESTS).as_posix()
-        for path in (TESTS / "e2e").glob("test_*.py")
-        if "browser: Any" in (text := path.read_text()) and "def browser(" not in text
-    }
-    assert on_shared_chromium == set(SHARED_SETUP_GROUPS[WEB_GROUP])
 
 
 def test_a_test_id_maps_to_its_files_group_or_none() -> None:
