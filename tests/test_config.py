@@ -95,11 +95,9 @@ def test_an_adapter_refuses_a_wrong_config_when_it_is_made() -> None:
         LoopwardenGuard(LoopConfig(max_parallel_tools=0))
 
 
-def test_the_quick_check_accepts_only_what_the_setting_by_setting_check_accepts() -> None:
-    """`check_config` returns early when `_plain` holds: every config it holds for, `_check_each`
-    accepts too; the wrong settings above and near misses (a bool, a subclass, a NaN, a list of
-    names) go the general way."""
-    from loopwarden.config import _check_each, _plain
+def test_plain_and_near_miss_settings_are_accepted_and_wrong_ones_refused() -> None:
+    """Edge values of every setting's plain type pass; a subclass of int, and the disabled detectors
+    as a list or set, pass too; a bool for a number, a NaN, and the wrong settings above do not."""
 
     class Count(int):
         pass
@@ -111,22 +109,16 @@ def test_the_quick_check_accepts_only_what_the_setting_by_setting_check_accepts(
         LoopConfig(tool_timeout=None, max_output_tokens=1, max_verify_retries=0, max_parallel_tools=1),
         LoopConfig(retry=RetryPolicy(max_attempts=1, base_delay=0, max_delay=0, max_elapsed=0.0), tool_timeout=1),
         LoopConfig(budgets=Budgets(max_seconds=math.inf, max_tokens=10), disabled_detectors=frozenset({"cycle"})),
-    ]
-    general_only = [
         LoopConfig(budgets=Budgets(max_tool_rounds=Count(3))),
         LoopConfig(max_parallel_tools=Count(2)),
         LoopConfig(disabled_detectors=["cycle"]),  # type: ignore[arg-type]
         LoopConfig(disabled_detectors={"cycle"}),  # type: ignore[arg-type]
     ]
     for config in accepted:
-        assert _plain(config)
-        _check_each(config)
-    for config in general_only:
-        assert not _plain(config)
-        check_config(config)  # accepted, the general way
+        check_config(config)
     for settings, _ in BAD:
-        assert not _plain(LoopConfig(**settings))
+        with pytest.raises(ConfigError):
+            check_config(LoopConfig(**settings))
     for bad in ({"max_output_tokens": False}, {"tool_timeout": math.nan}, {"retry": RetryPolicy(max_delay=True)}):
-        assert not _plain(LoopConfig(**bad))
         with pytest.raises(ConfigError):
             check_config(LoopConfig(**bad))

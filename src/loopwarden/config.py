@@ -55,45 +55,6 @@ def check_config(config: object) -> None:
     over is checked once, where an `Agent` or an adapter takes it, so a wrong value stops the
     set-up with its name instead of misbehaving mid-run (a negative budget stopping every run at
     once, a string where a number goes failing at the first comparison)."""
-    if type(config) is LoopConfig and _plain(config):
-        return  # the common config: no setting's name formatted, no call made for each
-    _check_each(config)
-
-
-def _plain(config: LoopConfig) -> bool:
-    """Every setting `_check_each` checks is of exactly its plain type and in range: a subset of
-    what it accepts, found without it (its 16 calls, each with a name formatted, were about 3 of
-    `Agent(...)`'s 5.5 µs, and an application may make an agent per request, as the bench does).
-    Anything else (a bool or a subclass for a number, a NaN, a list of names) goes the general
-    way, which refuses or accepts it as before (tests/test_fixed_cost.py holds the two together)."""
-    ladder, budgets, retry = config.ladder, config.budgets, config.retry
-    return (
-        type(ladder) is Ladder
-        and type(budgets) is Budgets
-        and type(retry) is RetryPolicy
-        and type(n := ladder.nudge_at) is int and n >= 1
-        and type(n := ladder.narrow_at) is int and n >= 1
-        and type(n := ladder.stop_at) is int and n >= 1
-        and ((o := budgets.max_tool_rounds) is None or (type(o) is int and o >= 0))
-        and ((o := budgets.max_model_calls) is None or (type(o) is int and o >= 0))
-        and ((o := budgets.max_tokens) is None or (type(o) is int and o >= 0))
-        and ((v := budgets.max_seconds) is None or ((type(v) is float or type(v) is int) and v >= 0))
-        and ((v := budgets.max_cost) is None or ((type(v) is float or type(v) is int) and v >= 0))
-        and config.policy in _POLICIES
-        and type(n := config.max_verify_retries) is int and n >= 0
-        and type(n := config.max_parallel_tools) is int and n >= 1
-        and ((v := config.tool_timeout) is None or ((type(v) is float or type(v) is int) and v > 0))
-        and ((o := config.max_output_tokens) is None or (type(o) is int and o >= 1))
-        and type(n := retry.max_attempts) is int and n >= 1
-        and (type(v := retry.base_delay) is float or type(v) is int) and v >= 0
-        and (type(v := retry.max_delay) is float or type(v) is int) and v >= 0
-        and ((v := retry.max_elapsed) is None or ((type(v) is float or type(v) is int) and v >= 0))
-        and type(config.disabled_detectors) is frozenset
-        and all(type(name) is str for name in config.disabled_detectors)
-    )  # fmt: skip
-
-
-def _check_each(config: object) -> None:
     if not isinstance(config, LoopConfig):
         raise ConfigError(f"config must be a LoopConfig, not {type(config).__name__}")
     ladder, budgets, retry = config.ladder, config.budgets, config.retry

@@ -318,7 +318,6 @@ def phase_event(run: Run, reason: str, status: Status, message: str) -> Event:
 
 
 _POLICIES, _STATUSES = frozenset(get_args(StopPolicy)), frozenset(get_args(Status))
-_ENDED = ("duration_s", "duplicates_avoided")
 
 
 def started_event(run: Run, intent: str | None) -> Event:
@@ -341,9 +340,8 @@ def finished(
     rescued: bool = False,
     assembled: bool = False,
 ) -> Event:
-    totals = run.totals  # set as pydantic's assignment sets them, without its __setattr__ (nothing validates them)
-    totals.__dict__.update(duration_s=time.monotonic() - run.started, duplicates_avoided=run.checker.duplicates_avoided)
-    totals.__pydantic_fields_set__.update(_ENDED)
+    run.totals.duration_s = time.monotonic() - run.started
+    run.totals.duplicates_avoided = run.checker.duplicates_avoided
     checklist = run.state.checklist.snapshot() if run.state.checklist else None
     fields = {
         "status": status,

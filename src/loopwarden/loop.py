@@ -156,8 +156,7 @@ class Run:
             while not self.done:  # the tool phase, all in this generator: no generator of its own per turn
                 if reply is None:
                     check_budgets(self)
-                    # _offered_now() and _choice_now() written out: two calls fewer a step
-                    reply = await call_model(self, self.scope.offered(self.narrowed), self.forced_choice or "auto")
+                    reply = await call_model(self, self._offered_now(), self._choice_now())
                     yield model_event(self, reply)
                     for event in apply_findings(self) if self._on_text(reply) else ():  # text flagged: steer
                         yield event
@@ -193,8 +192,7 @@ class Run:
                     event, record = self._finish(p)
                     yield event
                     self._settle([record])
-                    search = self.scope.search  # None unless tools are found by search: no call, no list
-                    if search is not None and (found := self._discovered([(tool, execution.result)])) is not None:
+                    if (found := self._discovered([(tool, execution.result)])) is not None:
                         yield found
                     if (tool.terminal and execution.result.ok) or self.state.checklist_complete:
                         async for event in self._end_phase(proposals):
