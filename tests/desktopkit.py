@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from helpers import end_process
+
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]
 LOOPWARDEN = ROOT / ".venv" / "bin" / "loopwarden"
@@ -89,12 +91,7 @@ def xvfb_display() -> Iterator[str]:
 def stop_xvfb(process: subprocess.Popen[bytes]) -> None:
     """End an Xvfb and reap it, so no server of a finished module is still running (or a zombie)
     when the worker's next one starts."""
-    process.terminate()
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=60)
+    end_process(process, timeout=60)
 
 
 def debug_port() -> int:

@@ -5,12 +5,26 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+
+
+def end_process(process: subprocess.Popen[Any], timeout: float) -> None:
+    """End a child process and reap it (no zombie, nothing left running): terminate, then kill if
+    it is still there after `timeout` seconds."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout)
 
 
 def require_binary(name: str) -> str:

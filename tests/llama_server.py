@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import end_process
+
 CONTEXT_WINDOW = 4096
 GREEDY = {"temperature": 0}
 """Sent with every request (`extra_body`): the server's `--seed` seeds its sampler once, so a sampled
@@ -160,10 +162,4 @@ def start(log_dir: Path) -> tuple[LlamaServer, subprocess.Popen[bytes]]:
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=20)
+    end_process(process, timeout=20)

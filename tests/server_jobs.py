@@ -33,10 +33,9 @@ def report_without_pdf(
     the tests whose point is the run's approvals, not its PDF (xelatex was about 3 s of CPU a run).
     The PDF of a server run is checked by tests/e2e/test_web_page.py."""
     from loopwarden.report.pipeline import run_report
-    from loopwarden.report.plan import Toolchain
+    from reportkit import NO_LATEX
 
-    no_latex = Toolchain(None, None, None)
-    return run_report(config, run_id=run_id, start_seq=start_seq, approvals=approvals, toolchain=no_latex)
+    return run_report(config, run_id=run_id, start_seq=start_seq, approvals=approvals, toolchain=NO_LATEX)
 
 
 def job_spec(config: Any) -> dict[str, Any]:
