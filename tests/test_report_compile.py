@@ -156,3 +156,34 @@ async def test_offline_compile_error_is_reported_without_repair(tmp_path: Path) 
     errors = [e for e in events if isinstance(e, CompileError)]
     assert len(errors) == 1 and not errors[0].will_repair and not errors[0].kept_pdf
     assert "compile_failed" in w.failures
+
+
+async def test_the_pdf_comes_from_xelatex_own_driver_and_a_failing_driver_keeps_the_good_pdf(tmp_path: Path) -> None:
+    """Every pass writes XDV and xdvipdfmx beside xelatex makes the PDF once. Without a driver
+    there, the last pass makes the PDF itself; a driver that fails is a clear error naming it,
+    and the last good PDF stays."""
+    xelatex = require_binary("xelatex")
+    tex = tmp_path / "report.tex"
+    tex.write_text(GOOD)
+    (tmp_path / "references.bib").write_text(BIB)
+    real = probe_toolchain()
+    if Path(xelatex).with_name("xdvipdfmx").is_file():
+        made = await compile_tex(tex, real)
+        assert made.ok and made.passes[-1] == "xdvipdfmx"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "xelatex").symlink_to(Path(xelatex).resolve())
+    alone = Toolchain(str(bin_dir / "xelatex"), real.bibtex, real.biber)  # no driver beside it
+    result = await compile_tex(tex, alone)
+    assert result.ok and "xdvipdfmx" not in result.passes
+    good = (tmp_path / "report.pdf").read_bytes()
+    assert good.startswith(b"%PDF")
+
+    driver = bin_dir / "xdvipdfmx"
+    driver.write_text("#!/bin/sh\necho 'xdvipdfmx:fatal: no font found' >&2\nexit 1\n")
+    driver.chmod(0o755)
+    failed = await compile_tex(tex, alone)
+    assert not failed.ok and failed.error is not None and failed.error.pass_name == "xdvipdfmx"
+    assert "no font found" in failed.error.message  # what the driver said reaches the user
+    assert failed.passes[-1] == "xdvipdfmx"
+    assert (tmp_path / "report.pdf").read_bytes() == good, "the last good PDF survives a failed driver"
