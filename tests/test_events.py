@@ -125,7 +125,9 @@ def test_a_trusted_build_names_a_misspelt_or_missing_field_as_validation_does() 
     with pytest.raises(ValidationError, match="ok"):
         stamp.trusted(ToolCallFinished, turn=1, call_id="c", tool="t")
     built = stamp.trusted(ToolCallFinished, turn=1, call_id="c", tool="t", ok=True)
-    assert built.checklist_done == [] and built.checklist_done is not ToolCallFinished(
-        run_id="r", seq=9, ts=0.0, turn=1, call_id="c", tool="t", ok=True
-    ).checklist_done  # a fresh list per event, as the default factory makes
+    assert (
+        built.checklist_done == []
+        and built.checklist_done
+        is not ToolCallFinished(run_id="r", seq=9, ts=0.0, turn=1, call_id="c", tool="t", ok=True).checklist_done
+    )  # a fresh list per event, as the default factory makes
     assert built.seq == 3 and stamp.last_seq == 3  # the refused ones took their numbers too, as before

@@ -150,4 +150,3 @@ def test_the_command_serves_a_guarded_loop() -> None:
             process.terminate()
             process.wait(30)
     assert "repeated_call" in text and turns == 5
-
