@@ -635,3 +635,36 @@ def test_events_built_in_order_share_a_fields_set_until_one_is_assigned_to() -> 
         assert again == a and again.model_fields_set == before
         again.turn = 9
         assert shared == before
+
+
+def test_the_loop_counts_into_the_totals_own_values() -> None:
+    """`Run.counts` is the totals' own dict: what the loop counts there is what `run_finished`
+    and the result report, as the model_called events and the calls made add up."""
+    import asyncio
+
+    from loopwarden import Agent, FunctionModel
+    from loopwarden.events import ModelCalled, RunFinished
+    from loopwarden.models.base import ModelReply, ModelRequest, ToolCall
+
+    @tool(blocking=False)
+    def read(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    def reply(request: ModelRequest) -> ModelReply | str:
+        turn = sum(1 for m in request.messages if m.get("role") == "assistant")
+        if turn >= 3:
+            return "done"
+        calls = [ToolCall(id=f"c{turn}{i}", name="read", arguments=f'{{"path": "{turn}{i}"}}') for i in range(turn + 1)]
+        usage = Usage(prompt_tokens=7 + turn, completion_tokens=2, cached_tokens=turn)
+        return ModelReply(tool_calls=calls, usage=usage)
+
+    result = asyncio.run(Agent(FunctionModel(reply), [read]).run("go"))
+    called = [e for e in result.events if isinstance(e, ModelCalled)]
+    finished = result.events[-1]
+    assert isinstance(finished, RunFinished) and finished.totals == result.totals
+    t = result.totals
+    assert (t.model_calls, t.tool_rounds, t.tool_calls_proposed, t.tool_executions) == (4, 3, 6, 6)
+    assert t.prompt_tokens == sum(e.usage.prompt_tokens for e in called) == 7 + 8 + 9 + 10  # the answer's: 10, 5
+    assert t.completion_tokens == sum(e.usage.completion_tokens for e in called)
+    assert t.cached_tokens == sum(e.usage.cached_tokens for e in called) == 0 + 1 + 2 + 0

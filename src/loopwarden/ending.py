@@ -21,6 +21,7 @@ from .events import (
     RunStarted,
     Status,
     StopPolicy,
+    count_usage,
 )
 from .guard.budget import HARD_BUDGET_REASONS
 from .guard.ladder import Finding, Rung
@@ -170,7 +171,7 @@ async def approval_review(run: Run, proposals: list[Proposal]) -> AsyncIterator[
 
 def check_budgets(run: Run) -> None:
     spent = run.config.budgets.exhausted(run.totals, time.monotonic() - run.started)
-    spent = spent or run.scope.cap_reached(run.totals.tool_rounds)
+    spent = spent or run.scope.cap_reached(run.counts["tool_rounds"])
     if spent is not None:
         raise Stop(*spent)
 
@@ -211,17 +212,18 @@ async def call_model(run: Run, tool_names: list[str], choice: ToolChoice | None)
         raise Stop("model_error", f"{error.kind}: {error.message}", hard=True, event=failed) from None
     run.last_call_ms = (time.perf_counter() - began) * 1000
     run.last_offered, run.last_choice = tool_names, request.tool_choice
-    _charge(run, reply.attempts, reply.usage)
+    r = reply.__dict__
+    _charge(run, r["attempts"], r["usage"])
     return reply
 
 
 def _charge(run: Run, attempts: int, usage: Usage) -> None:
     """Every request that reached the server is a model call, priced (retries included)."""
-    totals = run.totals
-    totals.count("model_calls", attempts)
-    totals.add_usage(usage)
+    counts = run.counts  # the totals' values, counted in place
+    counts["model_calls"] += attempts
+    count_usage(counts, usage)
     if run.config.budgets.prices:
-        totals.count("cost", run.config.budgets.cost_of(run.agent.model.name, usage))
+        counts["cost"] += run.config.budgets.cost_of(run.agent.model.name, usage)
 
 
 # -- events --------------------------------------------------------------------------------------
@@ -229,6 +231,7 @@ def _charge(run: Run, attempts: int, usage: Usage) -> None:
 
 def model_event(run: Run, reply: ModelReply) -> Event:
     kind, run_id, seq, ts = run.stamp.head(ModelCalled)
+    r = reply.__dict__  # read once (each attribute of a pydantic instance goes through its `__getattr__` hook)
     return run.stamp.built(
         ModelCalled,
         {
@@ -237,16 +240,16 @@ def model_event(run: Run, reply: ModelReply) -> Event:
             "seq": seq,
             "ts": ts,
             "turn": run.turn,
-            "model": reply.model or run.agent.model.name,
+            "model": r["model"] or run.agent.model.name,
             "tools_offered": run.last_offered,
             "n_tools_offered": len(run.last_offered),
             "tool_choice": run.last_choice,
-            "usage": reply.usage,
-            "text": reply.text,
-            "n_tool_calls": len(reply.tool_calls),
+            "usage": r["usage"],
+            "text": r["text"],
+            "n_tool_calls": len(r["tool_calls"]),
             "duration_ms": run.last_call_ms,
-            "notes": reply.notes,
-            "attempts": reply.attempts,
+            "notes": r["notes"],
+            "attempts": r["attempts"],
         },
     )
 

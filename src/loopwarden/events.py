@@ -78,14 +78,20 @@ class Totals(BaseModel):
         return Totals(**{name: getattr(self, name) + getattr(other, name) for name in Totals.model_fields})
 
     def add_usage(self, usage: Usage) -> None:
-        counts = self.__dict__  # counted in place: no pydantic __setattr__ per count (nothing validates these)
-        counts["prompt_tokens"] += usage.prompt_tokens
-        counts["completion_tokens"] += usage.completion_tokens
-        counts["cached_tokens"] += usage.cached_tokens
+        count_usage(self.__dict__, usage)
 
     def count(self, name: str, n: float = 1) -> None:
         """Add `n` to a counter in place (the loop counts several per step)."""
         self.__dict__[name] += n
+
+
+def count_usage(counts: dict[str, Any], usage: Usage) -> None:
+    """Add `usage` to a `Totals`' values (its `__dict__`) in place: no pydantic `__setattr__` per
+    count (nothing validates these), each value read once through the usage's own dict."""
+    used = usage.__dict__
+    counts["prompt_tokens"] += used["prompt_tokens"]
+    counts["completion_tokens"] += used["completion_tokens"]
+    counts["cached_tokens"] += used["cached_tokens"]
 
 
 class RunStarted(Event):

@@ -84,6 +84,9 @@ class Run:
         self.agent, self.config, self.run_id = agent, agent.config, run_id
         self.stamp = stamper or EventStamper(run_id)
         self.totals = trusted(Totals, {})  # every count at its default: Totals() validates the defaults
+        self.counts: dict[str, Any] = self.totals.__dict__
+        """The totals' own values, counted in place by the loop (`Totals.count` without a method
+        looked up through pydantic's attribute hook and a call per count)."""
         self.deps, self.on_text, self.wrap_model = deps, on_text, wrap_model
         self.handed_from: Run | None = handed_from
         self.handed_to: Run | None = None
@@ -160,17 +163,17 @@ class Run:
                     yield model_event(self, reply)
                     for event in apply_findings(self) if self._on_text(reply) else ():  # text flagged: steer
                         yield event
-                    if not reply.tool_calls and self._keep_working(reply):
+                    if not (calls := reply.tool_calls) and self._keep_working(reply):
                         reply = None
                         continue
-                    if not reply.tool_calls:
+                    if not calls:
                         if not self.verifiers:  # nothing to verify: no async generator for the ending
                             yield answered(self, reply.text or "", "final_answer")
                             return
                         async for event in finish_with_answer(self, reply, "final_answer"):
                             yield event
                         return
-                    self.totals.count("tool_rounds")
+                    self.counts["tool_rounds"] += 1
                     self.messages.append(reply.assistant_message())
                 proposals, reply = self._check(reply), None
                 if len(proposals) == 1 and self._quick(p := proposals[0]):
@@ -241,7 +244,7 @@ class Run:
         offered = set(self.last_offered)  # what the model was offered for this reply (_offered_now then)
         self.narrowed, self.forced_choice = set(), None
         proposals = [self.checker.check(call, self.turn, offered) for call in reply.tool_calls]
-        self.totals.count("tool_calls_proposed", len(proposals))
+        self.counts["tool_calls_proposed"] += len(proposals)
         return proposals
 
     def _proposed(self, proposals: list[Proposal]) -> Iterator[Event]:
@@ -327,18 +330,20 @@ class Run:
         """Text detectors see every reply; with calls, their findings wait for the turn's results.
         True when a reply without calls was flagged: its findings are to be applied now."""
         self.turn_findings, self.text_flagged = [], False
-        self.state.add_reply(self.turn, reply.text or "", len(reply.tool_calls), bool(self.last_offered))
+        r = reply.__dict__  # read once (each attribute of a pydantic instance goes through its `__getattr__` hook)
+        text, calls = r["text"], r["tool_calls"]
+        self.state.add_reply(self.turn, text or "", len(calls), bool(self.last_offered))
         offered = self.last_offered
         self.state.data[PENDING_TERMINAL] = [n for n in self._terminals if n in offered] if self._terminals else []
-        if reply.text:
-            self.novelty.observe_text(reply.text)
-        if not reply.text and reply.tool_calls:
+        if text:
+            self.novelty.observe_text(text)
+        if not text and calls:
             return False  # an empty reply with no call is still a reply that did nothing: detectors see it
         for detector in self._hooked["on_text"]:
-            finding = detector.on_text(self.turn, reply.text or "", bool(self.last_offered), self.state)
+            finding = detector.on_text(self.turn, text or "", bool(self.last_offered), self.state)
             if finding is not None:
                 self.turn_findings.append(finding)
-        if self.turn_findings and not reply.tool_calls:
+        if self.turn_findings and not calls:
             self.text_flagged = True  # not accepted as the answer: steer (or stop) and go on
             self.messages.append(reply.assistant_message())
         return self.text_flagged
@@ -384,7 +389,7 @@ class Run:
 
     def _executed(self, p: Proposal, execution: Execution) -> None:
         p.set_execution(execution)
-        self.totals.count("tool_executions")
+        self.counts["tool_executions"] += 1
         assert p.tool is not None
         self.repeats.record(p.fingerprint, p.tool, execution.result, self.turn)
 

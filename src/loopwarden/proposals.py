@@ -112,7 +112,7 @@ class Proposal:
 
     def proposed_fields(self, turn: int, head: Head) -> dict[str, Any]:
         """Every `tool_call_proposed` field in field order, the four every event has from `head`."""
-        call = self.call
+        call = self.call.__dict__  # read once (a pydantic instance's attributes go through its `__getattr__` hook)
         kind, run_id, seq, ts = head
         return {
             "type": kind,
@@ -120,11 +120,11 @@ class Proposal:
             "seq": seq,
             "ts": ts,
             "turn": turn,
-            "call_id": call.id,
-            "tool": call.name,
+            "call_id": call["id"],
+            "tool": call["name"],
             "arguments": self.arguments,
             "args_hash": self.args_hash,
-            "raw_arguments": call.arguments,
+            "raw_arguments": call["arguments"],
             "repaired": self.repair,
         }
 
@@ -133,7 +133,8 @@ class Proposal:
         action, count = self.decision.action, self.decision.count
         if self.shares is not None and action == "allowed":
             action = "cached"
-        call_id, name = self.call.id, self.call.name
+        call = self.call.__dict__
+        call_id, name = call["id"], call["name"]
         if action == "stopped":
             reason = f"identical call #{count}: phase stopped"
         elif action in ("cached", "nudged", "narrowed"):
@@ -159,6 +160,7 @@ class Proposal:
         `content` is the result's model content when known."""
         assert self.result is not None
         r = self.result.__dict__  # read once each (a frozen model's own values)
+        call = self.call.__dict__
         kind, run_id, seq, ts = head
         return {
             "type": kind,
@@ -166,8 +168,8 @@ class Proposal:
             "seq": seq,
             "ts": ts,
             "turn": turn,
-            "call_id": self.call.id,
-            "tool": self.call.name,
+            "call_id": call["id"],
+            "tool": call["name"],
             "ok": r["ok"],
             "error_type": r["error_type"],
             "retryable": r["retryable"],

@@ -96,14 +96,17 @@ class ModelReply(BaseModel):
 
     def assistant_message(self) -> Message:
         """The assistant message to append to the history, in OpenAI format."""
-        message: Message = {"role": "assistant", "content": self.text}
-        if self.tool_calls:
-            message["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for c in self.tool_calls
-            ]
-        if self.reasoning is not None:
-            message["reasoning_content"] = self.reasoning
+        fields = self.__dict__  # read once (each attribute of a pydantic instance goes through its `__getattr__` hook)
+        message: Message = {"role": "assistant", "content": fields["text"]}
+        if calls := fields["tool_calls"]:
+            wire = []  # a loop, not a comprehension: no function object and frame of its own a reply
+            for call in calls:
+                c = call.__dict__
+                function = {"name": c["name"], "arguments": c["arguments"]}
+                wire.append({"id": c["id"], "type": "function", "function": function})
+            message["tool_calls"] = wire
+        if fields["reasoning"] is not None:
+            message["reasoning_content"] = fields["reasoning"]
         return message
 
 
