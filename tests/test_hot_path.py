@@ -668,3 +668,52 @@ def test_the_loop_counts_into_the_totals_own_values() -> None:
     assert t.prompt_tokens == sum(e.usage.prompt_tokens for e in called) == 7 + 8 + 9 + 10  # the answer's: 10, 5
     assert t.completion_tokens == sum(e.usage.completion_tokens for e in called)
     assert t.cached_tokens == sum(e.usage.cached_tokens for e in called) == 0 + 1 + 2 + 0
+
+
+def test_a_function_model_turns_every_kind_of_reply_as_before() -> None:
+    """`FunctionModel.complete` checks a reply's exact type first and `as_reply` asks for a
+    `ToolCall` first: each kind (and subclasses, awaitables, exceptions) still comes back as it did."""
+    import asyncio
+
+    from loopwarden import FunctionModel
+    from loopwarden.models.base import ModelReply, ModelRequest, ToolCall
+
+    class MyCall(ToolCall):
+        pass
+
+    class MyText(str):
+        pass
+
+    given = ModelReply(text="as is", usage=Usage(prompt_tokens=1))
+
+    async def later() -> str:
+        return "awaited"
+
+    items: list[Any] = [
+        "text",
+        MyText("sub"),
+        ToolCall(id="x", name="read", arguments='{"a": 1}'),
+        MyCall(id="y", name="read"),
+        given,
+        [ToolCall(id="a", name="read"), ToolCall(id="b", name="write")],
+    ]
+    request = ModelRequest(messages=[{"role": "user", "content": "go"}])
+    for item in items:
+        reply = asyncio.run(FunctionModel(lambda r, item=item: item).complete(request))
+        if item is given:
+            assert reply is given
+        elif isinstance(item, str):
+            assert (reply.text, reply.tool_calls, reply.finish_reason) == (item, [], "stop")
+            assert reply.model_fields_set == {"text", "usage", "finish_reason"} and reply.usage.prompt_tokens == 10
+        else:
+            calls = item if isinstance(item, list) else [item]
+            assert [(type(c), c.name, c.arguments) for c in reply.tool_calls] == [
+                (type(c), c.name, c.arguments) for c in calls
+            ]
+            assert all(c.id.startswith("call_") for c in reply.tool_calls) and reply.finish_reason == "tool_calls"
+            assert reply.text is None and reply.usage.completion_tokens == 5
+    assert asyncio.run(FunctionModel(lambda r: later()).complete(request)).text == "awaited"
+    with pytest.raises(ValueError, match="refused"):
+        asyncio.run(FunctionModel(lambda r: ValueError("refused")).complete(request))
+    with pytest.raises(TypeError, match="cannot turn int"):
+        asyncio.run(FunctionModel(lambda r: 3).complete(request))  # type: ignore[arg-type,return-value]

@@ -35,18 +35,19 @@ _CALLS_UNSET = ("text", "reasoning", "model", "notes", "attempts")
 
 
 def as_reply(item: ReplyLike, usage: Usage | None = None) -> ModelReply:
-    if isinstance(item, ModelReply):
-        return item
-    usage = usage or _scripted_usage()
-    if isinstance(item, str):  # every field in field order; the defaults not counted as set
-        text = {"text": item, "tool_calls": [], "usage": usage, "reasoning": None, "finish_reason": "stop",
-                "model": None, "notes": [], "attempts": 1}  # fmt: skip
-        return in_order(ModelReply, text, _TEXT_UNSET)
-    if isinstance(item, ToolCall):
-        calls = {"text": None, "tool_calls": [_fresh_id(item)], "usage": usage, "reasoning": None,
+    # The common scripted reply first (see _READY); the kinds are disjoint, so the order is free.
+    if isinstance(item, ToolCall):  # every field in field order; the defaults not counted as set
+        calls = {"text": None, "tool_calls": [_fresh_id(item)], "usage": usage or _scripted_usage(), "reasoning": None,
                  "finish_reason": "tool_calls", "model": None, "notes": [], "attempts": 1}  # fmt: skip
         return in_order(ModelReply, calls, _CALLS_UNSET)
+    if isinstance(item, str):
+        text = {"text": item, "tool_calls": [], "usage": usage or _scripted_usage(), "reasoning": None,
+                "finish_reason": "stop", "model": None, "notes": [], "attempts": 1}  # fmt: skip
+        return in_order(ModelReply, text, _TEXT_UNSET)
+    if isinstance(item, ModelReply):
+        return item
     if isinstance(item, list):
+        usage = usage or _scripted_usage()
         return ModelReply(tool_calls=[_fresh_id(c) for c in item], usage=usage, finish_reason="tool_calls")
     raise TypeError(f"cannot turn {type(item).__name__} into a model reply")
 
@@ -113,11 +114,12 @@ class FunctionModel:
         if self._keep:
             self.requests.append(request)
         item = self._function(request)
-        if not isinstance(item, _READY) and inspect.isawaitable(item):
-            item = await item
-        if isinstance(item, Exception):
-            raise item
-        return streamed(as_reply(item, self._usage), request)
+        if type(item) not in _READY:  # a reply of these exact types is neither awaitable nor an exception
+            if not isinstance(item, _READY) and inspect.isawaitable(item):
+                item = await item
+            if isinstance(item, Exception):
+                raise item
+        return streamed(as_reply(item, self._usage), request)  # type: ignore[arg-type]  # not awaitable: as above
 
     @property
     def calls(self) -> int:
@@ -125,7 +127,9 @@ class FunctionModel:
 
 
 _READY = (str, ToolCall, ModelReply, list)
-"""Replies a function returns as they are (anything else may be awaitable)."""
+"""Replies a function returns as they are (anything else may be awaitable). Their exact types are
+checked first: an `isinstance` that fails on a pydantic instance reads its `__class__` through
+pydantic's attribute hook."""
 
 
 def offered_tool_names(request: ModelRequest) -> list[str]:
