@@ -44,9 +44,12 @@ WAIT_FOR_GO = (
 
 
 @pytest.fixture(autouse=True)
-def own_zygote(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test starts from no zygote, with the whole start budget."""
-    forkserver.stop()
+def start_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test has the whole start budget. The zygote is shared, as in a host that runs many
+    figures: a test uses the one an earlier test (here or in another sandbox module) left running,
+    or starts it; every test leaves it serving or gone (killed: the next test starts another). Each
+    start imports the plotting stack (about a second of CPU). A test that must see a start from no
+    zygote stops the running one first."""
     monkeypatch.setattr(forkserver, "_starts", [0])
 
 
@@ -183,6 +186,7 @@ def test_a_zygote_killed_mid_figure_loses_nothing(folders: tuple[Path, Path]) ->
 def test_a_zygote_that_cannot_start_leaves_figures_to_spawn(
     folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    forkserver.stop()
     broken = tmp_path / "zygote.py"
     broken.write_text("import sys\nsys.exit(3)\n")
     monkeypatch.setattr(forkserver.zygote_module, "__file__", str(broken))
