@@ -8,12 +8,15 @@ import importlib
 import importlib.util
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, SecretStr
 
 from ..errors import LoopwardenError
 from ..events import Event
+
+if TYPE_CHECKING:
+    from ..policy.approval import ApprovalGate
 
 
 class Job(Protocol):
@@ -99,9 +102,22 @@ def report_installed() -> bool:
 
 
 def report_job() -> Job:
+    return run_report
+
+
+async def run_report(
+    config: Any, /, *, run_id: str | None = None, start_seq: int = 0, approvals: ApprovalGate | None = None
+) -> AsyncIterator[Event]:
+    """The report pipeline as the server's job, imported at the first run, not at start: a server
+    or app window that has run no report yet has not paid for pandas and the pipeline's imports
+    (about 0.6 s of CPU). A module-level function, so durable runs can name it for workers."""
     pipeline = importlib.import_module("loopwarden.report.pipeline")
-    job: Job = pipeline.run_report
-    return job
+    events = pipeline.run_report(config, run_id=run_id, start_seq=start_seq, approvals=approvals)
+    try:
+        async for event in events:
+            yield event
+    finally:
+        await events.aclose()  # the pipeline's cleanup (temp files, subprocesses) runs now, not at GC
 
 
 def load_job(spec: str) -> Job:
