@@ -34,7 +34,8 @@ grows every turn; rows keep only what was added, so the store grows linearly), a
 model, a traced run's commits and the pages they wrote to the log: the yielding model's run
 commits once per call (what it told before each wait is made durable before it is streamed),
 and each commit writes the run's row, page 1 (the file grew), and a leaf of each table it adds
-to and of that table's key, however few rows it adds.
+to (and its parent, when the leaf is new) and of any separate key it has, however few rows it
+adds. On SQLite the events' batch table has none since migration 7 (its key is the rowid).
 """
 
 from __future__ import annotations

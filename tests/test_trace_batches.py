@@ -130,3 +130,92 @@ def test_event_lines_are_each_events_to_json_and_never_split_inside_one() -> Non
     assert data is not None and data.split("\n") == [e.to_json() for e in events[:2]]
     assert event_lines(events) is None  # its own JSON has line breaks: kept in rows of `events`
     assert event_lines([]) == ""
+
+
+def _old_batches(store: RunStore, run_id: str) -> None:
+    """A run's batches as the previous version wrote them (migration 6: keyed run id, last number),
+    with exchanges 1-4 in three of its four batches."""
+    from loopwarden.trace.rows import event_lines, exchange_line
+
+    n = 0
+    with store._write() as tx:
+        for size, numbers in zip(SIZES, ([1], [], [2, 3], [4]), strict=True):
+            events = [_event(run_id, n + i).model_copy(update={"seq": n + i + 1}) for i in range(size)]
+            lines = [exchange_line(x, 0, 0, '"m"', 1.5, None, '{"messages":[]}', f'"reply {x}"', None) for x in numbers]
+            tx.execute(
+                "INSERT INTO event_batches (run_id, last_seq, first_seq, data, exchanges, last_n)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (run_id, n + size, n + 1, event_lines(events), "\n".join(lines) or None, (numbers or [None])[-1]),
+            )
+            n += size
+        tx.execute("UPDATE runs SET last_seq = ? WHERE id = ?", (n, run_id))
+
+
+def test_a_store_whose_batches_were_keyed_by_run_id_is_migrated_and_its_runs_go_on(tmp_path: Path) -> None:
+    # Migration 7 moves every batch to a key the table's rowid holds (run number << 32 | last number).
+    from loopwarden.trace.exchanges import exchange_rows
+    from loopwarden.trace.rows import exchange_line, last_exchange
+
+    path = tmp_path / "runs.db"
+    old = RunStore(path, migrations=MIGRATIONS[:6])  # as the previous version made stores
+    runs = [old.create_run(status="running") for _ in range(3)]
+    for run in runs[:2]:  # the third has no batch yet
+        _old_batches(old, run.id)
+    old.close()
+    new = RunStore(path)
+    assert new.schema_version() == len(MIGRATIONS) == 7
+    conn = new._connection()
+    assert conn.execute("SELECT COUNT(*) FROM event_batches").fetchone()[0] == 2 * len(SIZES)
+    assert "run_id" not in {row[1] for row in conn.execute("PRAGMA table_info(event_batches)")}
+    for run in runs[:2]:
+        everything = new.event_rows(run.id)
+        assert [(e.seq, json.loads(e.data)["n"], e.run_id) for e in everything] == [
+            (i + 1, i, run.id) for i in range(11)
+        ]
+        for after in range(13):
+            for limit in (None, 1, 2, 4, 20):
+                assert new.event_rows(run.id, after, limit=limit) == everything[after:][:limit], (after, limit)
+        replies = [(row["n"], row["reply"]) for row in exchange_rows(new, run.id)]
+        assert replies == [(x, f'"reply {x}"') for x in range(1, 5)]
+        with new._write() as tx:
+            assert last_exchange(tx, run.id) == 4
+
+    def fifth(tx: Any) -> tuple[int, str]:
+        return 5, exchange_line(5, 4, 0, '"m"', 2.5, None, '{"messages":[]}', '"reply 5"', None)
+
+    # Each run goes on after its migrated batches: the next numbers, the next exchange.
+    assert new.append_events(runs[0].id, [_event(runs[0].id, 11)], exchanges=[fifth]) == [12]
+    assert new.append_events(runs[2].id, [_event(runs[2].id, 0)]) == [1]  # numbered at its first batch
+    assert [json.loads(e.data)["n"] for e in new.event_rows(runs[0].id, 10)] == [10, 11]
+    assert [row["n"] for row in exchange_rows(new, runs[0].id)] == [1, 2, 3, 4, 5]
+    assert [row["n"] for row in exchange_rows(new, runs[1].id)] == [1, 2, 3, 4]
+    assert [e.seq for e in new.event_rows(runs[2].id)] == [1] and new.event_rows(runs[1].id, 11) == []
+    numbers = dict(conn.execute("SELECT run_id, number FROM run_numbers").fetchall())
+    assert sorted(numbers) == sorted(run.id for run in runs) and len(set(numbers.values())) == 3
+
+
+def test_a_deleted_runs_batches_go_with_it_and_its_number_given_again_finds_none(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs.db")
+    first, last = store.create_run(), store.create_run()
+    store.append_events(first.id, [_event(first.id, 0), _event(first.id, 1)])
+    store.append_events(last.id, [_event(last.id, 7)])
+    with store._write() as tx:  # the last number given: a new run may be given it again
+        tx.execute("DELETE FROM runs WHERE id = ?", (last.id,))
+    conn = store._connection()
+    assert conn.execute("SELECT COUNT(*) FROM event_batches").fetchone()[0] == 1
+    again = store.create_run()
+    assert store.append_events(again.id, [_event(again.id, 3)]) == [1]
+    assert [json.loads(e.data)["n"] for e in store.event_rows(again.id)] == [3]
+    assert [json.loads(e.data)["n"] for e in store.event_rows(first.id)] == [0, 1]
+
+
+def test_a_run_is_refused_events_past_what_its_batch_key_holds(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs.db")
+    run = store.create_run()
+    with store._write() as tx:
+        tx.execute("UPDATE runs SET last_seq = ? WHERE id = ?", (2**32 - 2, run.id))
+    assert store.append_events(run.id, [_event(run.id, 0)]) == [2**32 - 1]
+    with pytest.raises(ValueError, match="more events"):
+        store.append_events(run.id, [_event(run.id, 1)])
+    assert store.last_seq(run.id) == 2**32 - 1  # nothing of it written
+    assert [e.seq for e in store.event_rows(run.id)] == [2**32 - 1]

@@ -24,7 +24,7 @@ from pydantic_core import to_json
 
 from ..models.base import Model, ModelError, ModelReply, ModelRequest
 from ..models.cassette import Cassette, Interaction, RecordedError
-from .rows import INSERT_EXCHANGE, LAST_EXCHANGE, exchange_line, read_exchange_line
+from .rows import EXCHANGE_BATCHES, INSERT_EXCHANGE, exchange_line, last_exchange, on_sqlite, read_exchange_line
 from .store import RunStore
 from .writer import RunWriter
 
@@ -84,7 +84,7 @@ def insert_exchange(
         (run_id, now, now),
     )
     if n is None:
-        n = int(tx.execute(LAST_EXCHANGE, (run_id, run_id)).fetchone()[0]) + 1
+        n = last_exchange(tx, run_id) + 1
     tx.execute(INSERT_EXCHANGE, (run_id, n, base, prefix, model, request_json, reply_json, error_json, now, tools_from))
     return n
 
@@ -101,9 +101,7 @@ def exchange_rows(store: RunStore, run_id: str) -> list[dict[str, Any]]:
         ).fetchall()
     ]
     kept = len(rows)
-    batches = conn.execute(
-        "SELECT exchanges FROM event_batches WHERE run_id = ? AND exchanges IS NOT NULL ORDER BY last_seq", (run_id,)
-    ).fetchall()
+    batches = conn.execute(EXCHANGE_BATCHES[on_sqlite(conn)], (run_id, 0, -1 if on_sqlite(conn) else None)).fetchall()
     rows += [read_exchange_line(line) for batch in batches for line in batch[0].split("\n")]
     if kept and len(rows) > kept:
         rows.sort(key=lambda row: int(row["n"]))

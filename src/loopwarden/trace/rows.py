@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -61,20 +62,51 @@ def open_run(tx: Any, run_id: str, *, kind: str, params: dict[str, Any]) -> None
 INSERT_BATCH = (
     "INSERT INTO event_batches (run_id, last_seq, first_seq, data, exchanges, last_n) VALUES (?, ?, ?, ?, ?, ?)"
 )
+INSERT_NUMBERED_BATCH = (
+    "INSERT INTO event_batches (batch, first_seq, data, exchanges, last_n)"
+    " SELECT (number << 32) | ?, ?, ?, ?, ? FROM run_numbers WHERE run_id = ?"
+)
+"""SQLite (migration 7): a batch keyed by its run's number and its last event number, in one
+statement; it inserts nothing if the run has no number yet."""
+SEQ_BITS = 32
+"""On SQLite a batch's key holds its last event number in these bits (its run's number above)."""
 INSERT_EVENT = "INSERT INTO events (run_id, seq, type, ts, data) VALUES (?, ?, ?, ?, ?)"
 INSERT_EXCHANGE = (
     "INSERT INTO model_exchanges (run_id, n, base, prefix, model, request, reply, error, ts, tools_from)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-LAST_EXCHANGE = (
-    "SELECT MAX(n) FROM (SELECT COALESCE(MAX(n), 0) AS n FROM model_exchanges WHERE run_id = ? UNION ALL"
-    " SELECT COALESCE((SELECT last_n FROM event_batches WHERE run_id = ? AND last_n IS NOT NULL"
-    " ORDER BY last_seq DESC LIMIT 1), 0)) AS last"
-)
-"""The number of a run's last model exchange, a row of `model_exchanges` or a line of a batch's.
-Batches are numbered in commit order, exchanges too: the latest batch that has any holds the
-last, and only it is read (`last_n` is stored after the batch's JSON: MAX over every batch would
-read each of them whole)."""
+
+
+def _batches(columns: str, where: str = "", order: str = "") -> tuple[str, str]:
+    """SELECT `columns` of a run's batches after an event number, in order, at most LIMIT
+    (parameters: run id, event number, limit): on Postgres, then on SQLite, where they are a
+    range of the table's rowid (migration 7: run number << 32 | last event number)."""
+    return (
+        f"SELECT {columns} FROM event_batches WHERE run_id = ? AND last_seq > ?{where}"
+        f" ORDER BY last_seq{order} LIMIT ?",
+        f"SELECT {columns} FROM run_numbers, event_batches WHERE run_numbers.run_id = ?"
+        f" AND batch > (number << 32) + ? AND batch < (number + 1) << 32{where} ORDER BY batch{order} LIMIT ?",
+    )
+
+
+READ_BATCHES = _batches("first_seq, data")
+EXCHANGE_BATCHES = _batches("exchanges", " AND exchanges IS NOT NULL")
+LAST_EXCHANGE_BATCH = _batches("last_n", " AND last_n IS NOT NULL", " DESC")
+
+
+def on_sqlite(conn: Any) -> bool:
+    """Whether `conn` is SQLite's (else the Postgres store's): which layout `event_batches` has."""
+    return isinstance(conn, sqlite3.Connection)
+
+
+def last_exchange(tx: Any, run_id: str) -> int:
+    """The number of a run's last model exchange, a row of `model_exchanges` or a line of a
+    batch's (0: none). Batches are numbered in commit order, exchanges too: the latest batch that
+    has any holds the last, and only it is read (`last_n` is stored after the batch's JSON: MAX
+    over every batch would read each of them whole)."""
+    alone = tx.execute("SELECT COALESCE(MAX(n), 0) FROM model_exchanges WHERE run_id = ?", (run_id,)).fetchone()
+    batch = tx.execute(LAST_EXCHANGE_BATCH[on_sqlite(tx)], (run_id, 0, 1)).fetchone()
+    return max(int(alone[0]), 0 if batch is None else int(batch[0]))
 
 
 def exchange_line(
@@ -146,7 +178,11 @@ def insert_events(
     rest of its batch, to `events`, one row each, as stores were written before.
 
     `exchanges` (their numbers and lines) go in the batch's row (migration 6): one row a
-    commit, not one more per exchange, and one table's pages fewer in the log."""
+    commit, not one more per exchange, and one table's pages fewer in the log.
+
+    On SQLite the row's key is its rowid, the run's number << 32 | its last event number
+    (migration 7): no separate key b-tree to write a page of every commit. A run is numbered
+    (`run_numbers`) by its first batch, whose insert finds no number and inserts nothing."""
     now = time.time()
     if returning:
         row = tx.execute(
@@ -179,7 +215,14 @@ def insert_events(
     data = event_lines(numbered)
     if data is not None:
         lines = "\n".join(line for _, line in exchanges) if exchanges else None
-        tx.execute(INSERT_BATCH, (run_id, last, first, data, lines, exchanges[-1][0] if exchanges else None))
+        last_n = exchanges[-1][0] if exchanges else None
+        if not on_sqlite(tx):
+            tx.execute(INSERT_BATCH, (run_id, last, first, data, lines, last_n))
+        elif last >> SEQ_BITS:
+            raise ValueError(f"run {run_id} has more events than a run store on SQLite keeps ({last})")
+        elif not tx.execute(INSERT_NUMBERED_BATCH, (last, first, data, lines, last_n, run_id)).rowcount:
+            tx.execute("INSERT INTO run_numbers (run_id) VALUES (?)", (run_id,))  # its first batch
+            tx.execute(INSERT_NUMBERED_BATCH, (last, first, data, lines, last_n, run_id))
     else:
         rows = [(run_id, e.seq, e.type, e.ts, e.to_json()) for e in numbered]
         tx.executemany(INSERT_EVENT, rows)
@@ -227,7 +270,7 @@ def read_events(
     ).fetchall()
     out = [StoredEvent(**dict(row)) for row in rows]
     batches = conn.execute(
-        "SELECT first_seq, data FROM event_batches WHERE run_id = ? AND last_seq > ? ORDER BY last_seq LIMIT ?",
+        READ_BATCHES[on_sqlite(conn)],
         (run_id, after_seq, most),  # each batch holds an event at least: `limit` batches are enough
     ).fetchall()
     if not batches:

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any, TypeVar
 
 from ..events import Event, RunFinished
-from .rows import LAST_EXCHANGE
+from .rows import last_exchange
 from .store import RunStore
 
 T = TypeVar("T")
@@ -70,7 +70,7 @@ class RunWriter:
         """The number of the run's next model exchange (read from the store once per writer:
         every model of the run writes its exchanges through this writer)."""
         if self._exchanges is None:
-            self._exchanges = int(tx.execute(LAST_EXCHANGE, (self.run_id, self.run_id)).fetchone()[0])
+            self._exchanges = last_exchange(tx, self.run_id)
         self._exchanges += 1
         return self._exchanges
 
