@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers import require_binary
+from loopwarden.report.sandbox import runner as runner_module
 from loopwarden.report.sandbox.isolation import Isolation, probe_bwrap, probe_isolation
 from loopwarden.report.sandbox.oslayers import seccomp_program
 from loopwarden.report.sandbox.runner import FigureSandbox, Limits, safe_filename
@@ -241,3 +242,28 @@ def test_file_size_limit_stops_a_huge_write(folders: tuple[Path, Path, Path]) ->
     box = FigureSandbox(folders[0], folders[1], ISOLATION, limits=Limits(file_bytes=1 << 20, wall_seconds=60))
     outcome = asyncio.run(box.run("pd.DataFrame(np.zeros((400000, 4))).to_csv('big.csv')\nplt.plot([1])", "f"))
     assert not outcome.ok and "file size limit" in outcome.message and outcome.pgid_gone
+
+
+def test_a_fresh_staging_folder_is_made_even_while_something_writes_into_the_old_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A figure spawned again after its zygote died gets a fresh staging folder while the first
+    try's folder may still be written into (seen in CI: a file made after the removal had listed
+    the folder left it standing, and making `work` afresh failed with FileExistsError)."""
+    staging = tmp_path / "fig2"
+    (staging / "work").mkdir(parents=True)
+    (staging / "work" / "left.png").write_bytes(b"old")
+    removed: list[Path] = []
+
+    def remove_then_written_into(path: Path, ignore_errors: bool = False) -> None:
+        real_rmtree(path, ignore_errors=ignore_errors)
+        removed.append(Path(path))
+        (Path(path) / "work").mkdir(parents=True)  # a late writer puts the folder back
+        (Path(path) / "work" / "go.tmp").write_bytes(b"late")
+
+    real_rmtree = runner_module.shutil.rmtree
+    monkeypatch.setattr(runner_module.shutil, "rmtree", remove_then_written_into)
+    runner_module._fresh(staging)
+    assert removed and all(path != staging for path in removed)  # the old folder, renamed aside
+    assert sorted(p.name for p in staging.iterdir()) == ["mpl", "work"]
+    assert list((staging / "work").iterdir()) == [] and list((staging / "mpl").iterdir()) == []

@@ -259,7 +259,13 @@ CHILD_ENV = {"MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS"
 
 
 def _fresh(staging: Path) -> None:
-    shutil.rmtree(staging, ignore_errors=True)
+    """An empty staging folder. The old one is first renamed aside, then removed: removing it in
+    place raced anything still writing into it (a file made after the removal listed the folder
+    left it standing, and making it afresh then failed with FileExistsError)."""
+    if staging.exists():
+        aside = staging.with_name(f"{staging.name}.old-{secrets.token_hex(4)}")
+        staging.rename(aside)
+        shutil.rmtree(aside, ignore_errors=True)
     (staging / "work").mkdir(parents=True)
     (staging / "mpl").mkdir()
 
