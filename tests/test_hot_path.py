@@ -717,3 +717,24 @@ def test_a_function_model_turns_every_kind_of_reply_as_before() -> None:
         asyncio.run(FunctionModel(lambda r: ValueError("refused")).complete(request))
     with pytest.raises(TypeError, match="cannot turn int"):
         asyncio.run(FunctionModel(lambda r: 3).complete(request))  # type: ignore[arg-type,return-value]
+
+
+def test_a_tools_raw_value_is_a_result_exactly_when_isinstance_says_so() -> None:
+    """`Tool.to_result` skips the isinstance for plain values (never a ToolResult): a ToolResult
+    or a subclass is passed on as it is, anything else wrapped as a success (or parsed)."""
+
+    class Mine(ToolResult):
+        pass
+
+    @tool(blocking=False)
+    def read(path: str) -> str:
+        """Read."""
+        return path
+
+    mine = Mine(ok=False, error_type="x", message="m")
+    for raw in [ToolResult.success(1), ToolResult.failure("e", "m"), mine]:
+        assert read.to_result(raw) is raw
+    for raw in ["s", {"a": 1}, ["l"], 1, 1.5, True, None, ("t",), b"b"]:
+        result = read.to_result(raw)
+        assert not isinstance(raw, ToolResult) and type(result) is ToolResult and result.ok and result.data == raw
+    assert not read.to_result({"ok": False, "error": "denied"}).ok  # the default parser still reads a failure

@@ -269,7 +269,9 @@ class ProposalChecker:
         prepared = policy.prepare(tool, arguments) if policy is not None and policy.active else None  # type: ignore[arg-type]
         arguments = prepared.arguments if prepared else arguments
         validated = validate_arguments(tool, arguments) if tool is not None and parse_error is None else None
-        if validated is not None and not isinstance(validated, ToolResult):
+        # validate_arguments refuses with ToolResult.failure (exactly a ToolResult): its type says
+        # which, where an isinstance with a pydantic class costs ~1,000 instructions when it fails.
+        if validated is not None and type(validated) is not ToolResult:
             arguments = normalised(validated)
         canonical = canonical_json(arguments)
         fp = f"{tool.qualified_name if tool else call.name}:{canonical}"  # guard.fingerprint.fingerprint
@@ -334,7 +336,7 @@ class ProposalChecker:
             p.refused_by, p.result = "permission", not_allowed
         elif slot_refusal is not None:
             p.refused_by, p.result = "slots", slot_refusal
-        elif isinstance(validated, ToolResult):
+        elif type(validated) is ToolResult:  # validate_arguments' refusal (see check)
             p.refused_by, p.result = "schema", validated
         else:
             assert validated is not None  # validated whenever the tool exists and the JSON parsed

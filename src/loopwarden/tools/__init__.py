@@ -221,8 +221,8 @@ class Tool:
             self.pace.note(seconds, waited=seconds > INLINE_LIMIT_S and (waits < 0 or _waits_so_far() > waits))
 
     def to_result(self, raw: Any) -> ToolResult:
-        if isinstance(raw, ToolResult):
-            return raw
+        if type(raw) not in _PLAIN_DATA and isinstance(raw, ToolResult):  # (a failed isinstance with a pydantic
+            return raw  # class costs ~1,000 instructions; a value of these exact types never is one)
         if self.result_parser is not None:
             failure = self.result_parser(raw)
             if failure is not None:
@@ -234,6 +234,7 @@ class Tool:
 
 
 _SUCCESS_UNSET = ("error_type", "retryable", "user_action", "message")
+_PLAIN_DATA = frozenset({str, dict, list, int, float, bool, type(None)})
 
 
 @overload
