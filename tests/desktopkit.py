@@ -48,12 +48,12 @@ def wait_for(what: str, check: Callable[[], T | None], timeout: float, every: fl
         time.sleep(every)
 
 
-def start_xvfb() -> tuple[subprocess.Popen[bytes], str]:
+def start_xvfb(*options: str) -> tuple[subprocess.Popen[bytes], str]:
     """Xvfb on a free display of its own choosing (-displayfd: it writes the number once it is
-    ready to accept clients, so nothing races its start-up)."""
+    ready to accept clients, so nothing races its start-up), with more of its `options`."""
     read_end, write_end = os.pipe()
     process = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_end), "-screen", "0", "1280x900x24", "-nolisten", "tcp"],
+        ["Xvfb", "-displayfd", str(write_end), "-screen", "0", "1280x900x24", "-nolisten", "tcp", *options],
         pass_fds=[write_end],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -75,7 +75,7 @@ def start_xvfb() -> tuple[subprocess.Popen[bytes], str]:
     return process, f":{int(number)}"
 
 
-def xvfb_display() -> Iterator[str]:
+def xvfb_display(*options: str) -> Iterator[str]:
     """A module fixture's body: a display of an Xvfb of its own for the module's tests, ended after
     them. Without Xvfb and xdotool the tests skip, or fail under CI, which installs them
     (.ci/apt/app.txt)."""
@@ -83,7 +83,7 @@ def xvfb_display() -> Iterator[str]:
 
     if not xvfb_available():
         (pytest.fail if os.environ.get("CI") == "true" else pytest.skip)("needs Xvfb and xdotool (.ci/apt/app.txt)")
-    process, name = start_xvfb()
+    process, name = start_xvfb(*options)
     yield name
     stop_xvfb(process)
 
