@@ -215,7 +215,7 @@ def test_run_finished_in_order_is_the_validated_event() -> None:
 def test_fresh_totals_are_the_validated_defaults() -> None:
     made, validated = trusted(Totals, {}), Totals()
     assert made.model_dump() == validated.model_dump() and made.model_fields_set == validated.model_fields_set == set()
-    made.count("model_calls")
+    made.__dict__["model_calls"] += 1  # as the loop counts (Run.counts): no dict shared with other totals
     assert made.model_calls == 1 and Totals().model_calls == 0
 
 

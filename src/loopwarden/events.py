@@ -80,10 +80,6 @@ class Totals(BaseModel):
     def add_usage(self, usage: Usage) -> None:
         count_usage(self.__dict__, usage)
 
-    def count(self, name: str, n: float = 1) -> None:
-        """Add `n` to a counter in place (the loop counts several per step)."""
-        self.__dict__[name] += n
-
 
 def count_usage(counts: dict[str, Any], usage: Usage) -> None:
     """Add `usage` to a `Totals`' values (its `__dict__`) in place: no pydantic `__setattr__` per
