@@ -132,6 +132,25 @@ def test_event_lines_are_each_events_to_json_and_never_split_inside_one() -> Non
     assert event_lines([]) == ""
 
 
+class Terse(UnknownEvent):
+    """An event that writes its own JSON on one line (without its time)."""
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        return super().model_dump_json(exclude={"ts"})
+
+
+def test_event_lines_write_each_class_as_its_to_json_does_in_any_order() -> None:
+    # What a class writes is looked up once per class: a subclass that writes its own JSON and
+    # its base that does not, met in either order, each keep their own bytes.
+    from loopwarden.trace.rows import event_lines
+
+    for order in ((Terse, UnknownEvent), (UnknownEvent, Terse)):
+        events = [cls(type="note", run_id="r", seq=n, ts=0.5 + n, n=n) for n in range(4) for cls in order]
+        data = event_lines(events)
+        assert data is not None and data.split("\n") == [e.to_json() for e in events]
+        assert ['"ts"' in line for line in data.split("\n")] == [cls is UnknownEvent for _ in range(4) for cls in order]
+
+
 def _old_batches(store: RunStore, run_id: str) -> None:
     """A run's batches as the previous version wrote them (migration 6: keyed run id, last number),
     with exchanges 1-4 in three of its four batches."""

@@ -12,7 +12,7 @@ import pytest
 
 from loopwarden.events import EventStamper, NudgeInjected, RunFinished, Totals
 from loopwarden.trace.store import RunStore
-from loopwarden.trace.writer import FIRST, TOLD, Pump, RunWriter
+from loopwarden.trace.writer import FIRST, TOLD, Pump, RunWriter, ends
 
 
 def _nudges(run_id: str, n: int) -> list[NudgeInjected]:
@@ -79,6 +79,27 @@ async def test_the_pump_stops_after_the_first_event_where_the_run_waits_at_a_ful
     with pytest.raises(StopAsyncIteration):
         pump.step()
     assert told == ["after the end"]  # what came before the end is the caller's to commit
+
+
+class LastOfAPhase(RunFinished):
+    """A run's last event of a class of its own."""
+
+
+async def test_the_pump_ends_a_batch_at_a_run_finished_of_any_class_and_only_there() -> None:
+    stamp = EventStamper("r")
+    last = stamp(LastOfAPhase, status="completed", stop_reason="final_answer", totals=Totals())
+
+    async def stream() -> AsyncIterator[object]:
+        yield "first"
+        for event in [*_nudges("r", 2), last, *_nudges("r", 2)]:
+            yield event
+
+    told: list[object] = []
+    pump = Pump(stream(), told, 256)
+    assert pump.step() is FIRST
+    assert pump.step() is TOLD and len(told) == 4 and told[-1] is last  # "first", two nudges, the last
+    assert [ends(e) for e in told] == [False, False, False, True]
+    assert not ends(_nudges("r", 1)[0]) and ends(stamp(RunFinished, status="failed", stop_reason="x", totals=Totals()))
 
 
 async def test_a_pump_cancelled_where_the_run_waits_runs_its_clean_up() -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from ..events import Event, RunFinished, RunStarted
 from .rows import open_run, update_status
 from .store import RunNotFound, RunStatus, RunStore
-from .writer import FIRST, MAX_BATCH, TOLD, Pump, Row, RunWriter
+from .writer import FIRST, MAX_BATCH, TOLD, Pump, Row, RunWriter, ends
 
 
 class TraceRecorder:
@@ -98,7 +98,7 @@ class TraceRecorder:
         writer.events += told
         told.clear()
         last = writer.events[-1]
-        if isinstance(last, RunFinished):
+        if ends(last):
             # The run row says how it ended in the last events' transaction, before anyone is told.
             writer.closing, writer.ended = _closing(last), True
         return writer
