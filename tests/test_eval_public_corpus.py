@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
-from loopwarden.eval.case import load_case
+from loopwarden.eval.case import YAML_LOADER, load_case
 
 EVALS = Path(__file__).resolve().parents[1] / "evals"
 PUBLIC = EVALS / "public"
@@ -22,7 +22,7 @@ def raw_cases() -> dict[str, dict[str, Any]]:
     """Every public case file as written, by case name (the file name unless `name:` says otherwise)."""
     cases = {}
     for path in sorted(PUBLIC.glob("*.yaml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=YAML_LOADER)  # the loader `eval` uses
         cases[data.get("name", path.stem)] = {**data, "_file": path.name}
     return cases
 
