@@ -13,7 +13,7 @@ import pytest
 
 from loopwarden.models.base import ClientNote, ModelError, ModelRequest
 from loopwarden.models.config import EndpointConfig
-from loopwarden.models.openai_compat import OpenAICompatModel, build_model
+from loopwarden.models.openai_compat import OpenAICompatModel, build_model, tls_context
 from openai_server import Reply, ScriptedServer, completion, error, reply, stream, tool_call, usage
 
 KEY = "sk-test-secret-0123456789abcdef"
@@ -242,6 +242,21 @@ async def test_connection_refused_is_retried_then_reported() -> None:
         await OpenAICompatModel(config).complete(ask())
     assert caught.value.kind == "connection"
     assert "check the base URL" in caught.value.message
+
+
+async def test_every_client_of_the_process_shares_one_tls_context() -> None:
+    """TLS settings load the whole CA bundle (about 50 ms of CPU): read once per process, not again
+    for each client (one is built per model and per event loop)."""
+    config = EndpointConfig(base_url="https://models.example/v1", cheap_model="m", main_model="m")
+    first, second = OpenAICompatModel(config)._sdk(), OpenAICompatModel(config)._sdk()
+    try:
+        assert first is not second
+        used = {id(sdk._client._transport._pool._ssl_context) for sdk in (first, second)}  # type: ignore[attr-defined]
+        assert used == {id(tls_context())}
+        assert tls_context().verify_mode.name == "CERT_REQUIRED" and tls_context().check_hostname
+    finally:
+        await first.close()
+        await second.close()
 
 
 @pytest.mark.parametrize(

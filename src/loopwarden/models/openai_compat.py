@@ -17,13 +17,16 @@ Every attempt that reached the server counts in `ModelReply.attempts` / `ModelEr
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import os
+import ssl
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 
 from ..retry import Retrier, Retry, RetryPolicy
@@ -36,6 +39,15 @@ from .markup import strip_template_tokens
 from .wire import StreamAssembler, is_empty, parse_completion, recover_leaked_calls, to_wire_messages
 
 log = logging.getLogger(__name__)
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS settings every SDK client of this process shares: httpx's defaults (certifi's CA
+    bundle, or SSL_CERT_FILE / SSL_CERT_DIR when set), read once. Building them loads the whole CA
+    bundle, about 50 ms of CPU, and a client is built per model and per event loop (each
+    `run_sync`, each server job); an SSLContext may serve any number of connections and threads."""
+    return httpx.create_ssl_context()
 
 
 NoteHandler = Callable[[ClientNote], None]
@@ -95,7 +107,7 @@ class OpenAICompatModel:
                 max_retries=0,
                 # A plain pooled client: the SDK's default one schedules its own closing when
                 # garbage-collected, which fails noisily once its event loop is gone.
-                http_client=openai.DefaultAsyncHttpxClient(),
+                http_client=openai.DefaultAsyncHttpxClient(verify=tls_context()),
             )
         return self._client
 
