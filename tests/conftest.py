@@ -11,6 +11,7 @@ Strategies do no I/O: files are written in the test body, from drawn values.
 from __future__ import annotations
 
 import fnmatch
+import gc
 import os
 import sys
 from collections.abc import Iterator
@@ -152,6 +153,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         uses_llama = "llama_server" in getattr(item, "fixturenames", ())
         order[item.nodeid] = start_order(relative, uses_llama, llama_now)
     items.sort(key=lambda item: order[item.nodeid])  # stable: a file's tests keep their order
+
+
+def freeze_survivors() -> None:
+    """Collect, then freeze what is still alive out of the collector's reach: later full
+    collections walk only what was made since. Frozen objects are still freed by reference
+    counting; only a cycle among them would outlive its use."""
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Every module imported and every test collected: that lives to the end of the session."""
+    freeze_survivors()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After a test module's last test (its module fixtures torn down), what it left alive (modules
+    it imported, caches it filled) is frozen too. Without this, an xdist worker's 13-22 full
+    collections walked 330,000-1,360,000 objects each: 2.6-5.1 s of its 34-49 s of CPU (the
+    unit tests, `-n 2`; `gc.callbacks` timing each collection)."""
+    yield
+    if nextitem is None or nextitem.module is not item.module:  # type: ignore[attr-defined]
+        freeze_survivors()
 
 
 @pytest.fixture
