@@ -9,7 +9,16 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loopwarden.models.budget import MARGIN_TOKENS, estimate_text_tokens, estimate_tokens, fit_request
+from loopwarden.models.budget import (
+    ASCII_CHARS_PER_TOKEN,
+    CLIP_MARK,
+    MARGIN_TOKENS,
+    MIN_CLIPPED_CHARS,
+    clip_messages,
+    estimate_text_tokens,
+    estimate_tokens,
+    fit_request,
+)
 
 SYSTEM = {"role": "system", "content": "You explore files."}
 TASK = {"role": "user", "content": "Read notes.txt and report the peak field."}
@@ -52,6 +61,49 @@ def test_a_fitted_history_keeps_the_task_and_the_latest_turn_and_every_call_of_a
     if whole_turn.fits and whole_turn.clipped_chars == 0:  # the task and the latest turn alone fit
         assert fitted.fits
         assert estimate_tokens(sent) + (fitted.max_tokens or 0) <= window
+
+
+def clipped_the_plain_way(messages: list[dict[str, Any]], budget: int) -> tuple[list[dict[str, Any]], int]:
+    """clip_messages as first written (the rule, read plainly): estimate everything, clip the longest
+    clippable content (tool results first, then the earliest), again until it fits."""
+    out = [dict(m) for m in messages]
+    clipped = 0
+
+    def longest(allow_last: bool) -> int | None:
+        best, best_key = None, (0, 0)
+        for i, m in enumerate(out):
+            content = m.get("content")
+            if m.get("role") == "system" or not isinstance(content, str) or len(content) <= MIN_CLIPPED_CHARS * 2:
+                continue
+            if (i == len(out) - 1 and not allow_last) or (
+                "characters clipped to fit" in content and len(content) < MIN_CLIPPED_CHARS * 3
+            ):
+                continue
+            if (key := (1 if m.get("role") == "tool" else 0, len(content))) > best_key:
+                best, best_key = i, key
+        return best
+
+    for allow_last in (False, True):
+        while estimate_tokens(out) > budget and (index := longest(allow_last)) is not None:
+            text = out[index]["content"]
+            cut = max(int((estimate_tokens(out) - budget) * ASCII_CHARS_PER_TOKEN * 1.1), len(text) // 4, 1)
+            keep = max(MIN_CLIPPED_CHARS, len(text) - cut - len(CLIP_MARK) - 8)
+            if keep >= len(text):
+                break
+            out[index]["content"] = (
+                text[: keep * 2 // 3] + CLIP_MARK.format(n=len(text) - keep) + text[len(text) - keep // 3 :]
+            )
+            clipped += len(text) - keep
+    return out, clipped
+
+
+@given(histories(), st.integers(-10, 20_000))
+def test_clipping_keeps_running_totals_and_clips_what_the_plain_rule_clips(
+    history: list[dict[str, Any]], budget: int
+) -> None:
+    """clip_messages keeps each message's estimate and a heap of the clippable ones instead of
+    estimating and searching the whole history after each clip: the same messages, clipped alike."""
+    assert clip_messages(history, budget) == clipped_the_plain_way(history, budget)
 
 
 def test_an_asked_output_cap_below_the_minimum_is_never_raised() -> None:

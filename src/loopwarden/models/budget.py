@@ -16,6 +16,7 @@ other characters at one each — deliberately high, so a fitted request fits.
 
 from __future__ import annotations
 
+import heapq
 import json
 from dataclasses import dataclass
 from itertools import pairwise
@@ -40,10 +41,14 @@ def estimate_text_tokens(text: str) -> int:
 
 
 def estimate_tokens(messages: list[Message], tools: list[dict[str, Any]] | None = None) -> int:
-    total = sum(PER_MESSAGE_TOKENS + estimate_text_tokens(_message_text(m)) for m in messages)
+    total = sum(_message_tokens(m) for m in messages)
     if tools:
         total += estimate_text_tokens(json.dumps(tools, ensure_ascii=False))
     return total
+
+
+def _message_tokens(message: Message) -> int:
+    return PER_MESSAGE_TOKENS + estimate_text_tokens(_message_text(message))
 
 
 def _message_text(message: Message) -> str:
@@ -120,14 +125,22 @@ def clip_messages(messages: list[Message], budget: int) -> tuple[list[Message], 
     """Clip the longest contents until the messages fit `budget` tokens: tool results first,
     then user and assistant text; the system prompt never, the last message last."""
     out = [dict(m) for m in messages]
+    # Each message's estimate, kept up to date as it is clipped (their sum is estimate_tokens(out)),
+    # and the clippable contents in a heap, longest first: a long history is clipped in
+    # n log n, not estimated and searched whole again after each clip.
+    sizes = [_message_tokens(m) for m in out]
+    total = sum(sizes)
     clipped = 0
+    last = len(out) - 1
     for allow_last in (False, True):
-        while estimate_tokens(out) > budget:
-            index = _longest(out, allow_last)
-            if index is None:
-                break
+        heap = [key for i, m in enumerate(out) if (key := _clippable(m, i)) and (allow_last or i != last)]
+        heapq.heapify(heap)
+        while total > budget and heap:
+            _, negative_length, index = heapq.heappop(heap)
             text = out[index]["content"]
-            over = estimate_tokens(out) - budget
+            if len(text) != -negative_length:
+                continue  # clipped since: its current length is in the heap too
+            over = total - budget
             # Cut what is over (in characters, generously), but at least a quarter of the text.
             cut = max(int(over * ASCII_CHARS_PER_TOKEN * 1.1), len(text) // 4, 1)
             keep = max(MIN_CLIPPED_CHARS, len(text) - cut - len(CLIP_MARK) - 8)
@@ -136,21 +149,20 @@ def clip_messages(messages: list[Message], budget: int) -> tuple[list[Message], 
             head, tail = text[: keep * 2 // 3], text[len(text) - keep // 3 :]
             out[index]["content"] = head + CLIP_MARK.format(n=len(text) - keep) + tail
             clipped += len(text) - keep
+            total -= sizes[index]
+            sizes[index] = _message_tokens(out[index])
+            total += sizes[index]
+            if key := _clippable(out[index], index):
+                heapq.heappush(heap, key)
     return out, clipped
 
 
-def _longest(messages: list[Message], allow_last: bool) -> int | None:
-    best, best_key = None, (0, 0)
-    last = len(messages) - 1
-    for i, m in enumerate(messages):
-        content = m.get("content")
-        if m.get("role") == "system" or not isinstance(content, str) or len(content) <= MIN_CLIPPED_CHARS * 2:
-            continue
-        if i == last and not allow_last:
-            continue
-        if "characters clipped to fit" in content and len(content) < MIN_CLIPPED_CHARS * 3:
-            continue
-        key = (1 if m.get("role") == "tool" else 0, len(content))
-        if key > best_key:
-            best, best_key = i, key
-    return best
+def _clippable(message: Message, index: int) -> tuple[int, int, int] | None:
+    """The heap key of a message whose content may be clipped (tool results first, then the
+    longest, then the earliest), or None."""
+    content = message.get("content")
+    if message.get("role") == "system" or not isinstance(content, str) or len(content) <= MIN_CLIPPED_CHARS * 2:
+        return None
+    if "characters clipped to fit" in content and len(content) < MIN_CLIPPED_CHARS * 3:
+        return None
+    return (-1 if message.get("role") == "tool" else 0, -len(content), index)
