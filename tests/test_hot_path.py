@@ -739,3 +739,30 @@ def test_a_tools_raw_value_is_a_result_exactly_when_isinstance_says_so() -> None
         result = read.to_result(raw)
         assert not isinstance(raw, ToolResult) and type(result) is ToolResult and result.ok and result.data == raw
     assert not read.to_result({"ok": False, "error": "denied"}).ok  # the default parser still reads a failure
+
+
+_STRINGS = ["", "part-17.txt", 'é ☃ "q" \\ /', "\ud800", "\x00\x1f\x7f", "\u2028", "x" * 70, "took 12 ms", " a  b "]
+
+
+def test_a_one_string_argument_is_written_as_the_encoder_writes_it() -> None:
+    """canonical_json's shortcut for one string argument against the encoder it stands for."""
+    from loopwarden.guard.fingerprint import _encode, canonical_json
+
+    for key, value in itertools.product(_STRINGS, _STRINGS):
+        assert canonical_json({key: value}) == _encode({key: value}), (key, value)
+    assert canonical_json({"n": 1}) == _encode({"n": 1})  # other values take the general way
+    assert canonical_json({"a": "x", "b": "y"}) == _encode({"a": "x", "b": "y"})
+
+
+def test_a_string_result_is_keyed_as_the_general_path_keys_it() -> None:
+    """content_key's shortcut for a string result with no message: the repr of its parts, as
+    for any scalar result, or that text's hash when it is long."""
+    import hashlib
+
+    from loopwarden.guard.novelty import _strip_volatile
+
+    for text in [*_STRINGS, "done at 2026-12-01T10:00:00Z", "id deadbeefdeadbeef1"]:
+        for result in (ToolResult.success(text), ToolResult.failure("not_found", "gone", data=text)):
+            parts = repr((result.ok, result.error_type, _strip_volatile(result.message), _strip_volatile(text)))
+            short = parts if len(parts) <= 64 else hashlib.sha256(parts.encode("utf-8", "surrogatepass")).hexdigest()
+            assert content_key(result) == short, text

@@ -127,9 +127,17 @@ class CycleDetector(Detector):
                 counted = True
         if not counted:
             return None
-        del self._sequence[: -(self.window + self.max_period)]
-        del self._news[: -(self.window + self.max_period)]
-        cycle = tail_cycle(self._sequence, self.max_period, self.min_repeats)
+        sequence, kept = self._sequence, self.window + self.max_period
+        if len(sequence) > kept:
+            del sequence[:-kept]
+            del self._news[:-kept]
+        # tail_cycle's own first check, made here (min_repeats >= 2): when the last call does not
+        # recur within a period, nothing can repeat
+        cycle = (
+            None
+            if sequence[-1] not in sequence[-self.max_period - 1 : -2]
+            else tail_cycle(sequence, self.max_period, self.min_repeats)
+        )
         if cycle is None or news > self._news[-cycle.period]:
             self._current = None  # no cycle, or its last period brought something new
             return None

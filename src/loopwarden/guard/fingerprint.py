@@ -14,7 +14,7 @@ import json
 import math
 from typing import Any
 
-from ..hotpath.fastjson import encoder
+from ..hotpath.fastjson import encoder, string_encoder
 
 
 def _canonical(value: Any) -> Any:
@@ -38,6 +38,7 @@ _PLAIN = frozenset({str, int, bool, type(None)})
 """Value types JSON spells one way already: a flat object of these needs no rewriting."""
 # circular values raise RecursionError, which canonical_json catches
 _encode = encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_string = string_encoder(ensure_ascii=False)
 
 
 def _flat(arguments: dict[Any, Any]) -> bool:
@@ -51,8 +52,13 @@ def _flat(arguments: dict[Any, Any]) -> bool:
 def canonical_json(arguments: Any) -> str:
     """Canonical JSON of arguments; unserialisable values fall back to a stable repr."""
     try:
-        if type(arguments) is dict and _flat(arguments):
-            return _encode(arguments)  # the common call: a flat object of strings and integers
+        if type(arguments) is dict:
+            if len(arguments) == 1:  # the commonest call: one string argument, written as _encode writes it
+                for key, value in arguments.items():
+                    if type(key) is str and type(value) is str:
+                        return f"{{{_string(key)}:{_string(value)}}}"
+            if _flat(arguments):
+                return _encode(arguments)  # the common call: a flat object of strings and integers
         return _encode(_canonical(arguments))
     except (TypeError, ValueError, RecursionError):
         return json.dumps(repr(arguments))

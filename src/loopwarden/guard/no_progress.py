@@ -82,22 +82,26 @@ class NoProgressDetector(Detector):
         self._stale_calls: list[CallRecord] = []
 
     def on_results(self, turn: int, records: list[CallRecord], state: RunState) -> Finding | None:
-        fresh = [r for r in records if not r.cached and not r.exempt and r.result is not None]
+        fresh: list[CallRecord] = []  # a loop, not a comprehension (a function and a frame of its own in 3.11)
+        for r in records:
+            if not r.cached and not r.exempt and r.result is not None:
+                fresh.append(r)
         if not fresh:
             return None  # all answered from the cache (the repeated-call ladder's case) or polling
         novelty = novelty_of(state)
-        outcomes = {"progress"} if self._checklist_moved(turn, state) else set()
+        progress, stale = self._checklist_moved(turn, state), False  # the outcomes seen
         for record in fresh:
             if not record.executed:
-                outcomes.add("stale")  # a refusal (not offered, bad arguments) tells nothing new
+                stale = True  # a refusal (not offered, bad arguments) tells nothing new
                 continue
             new, _, new_content = novelty.outcome(record)  # is_new and new_content at once
-            outcomes.add(self._outcome(record, new, new_content))
-        if "progress" in outcomes:
+            outcome = self._outcome(record, new, new_content)
+            progress, stale = progress or outcome == "progress", stale or outcome == "stale"
+        if progress:
             if self._stale or self._stale_calls:
                 self._stale, self._stale_calls = 0, []
             return None
-        if "stale" not in outcomes and self._stale < self.ladder.nudge_at:
+        if not stale and self._stale < self.ladder.nudge_at:
             return None  # the next item of a sweep came back empty: neither stale nor progress
         self._stale += 1
         self._stale_calls = (self._stale_calls + fresh)[-8:]

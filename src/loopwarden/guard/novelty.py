@@ -46,16 +46,16 @@ _VOLATILE_TEXT = re.compile(
 (`PLAIN_VOLATILE_TEXT` there) it was written from."""
 
 
-_ASCII_SPACE = bytes(c for c in range(128) if chr(c).isspace())  # what `str.split()` and `\s` take
+_ASCII_SPACE = bytes(c for c in range(128) if chr(c).isspace() and c != 32)  # and " ": what `split()`, `\s` take
 _CLASSES = bytes.maketrans(
-    b"0123456789abcdefABCDEF" + _ASCII_SPACE + b"ms", b"0" * 10 + b"a" * 12 + b" " * len(_ASCII_SPACE) + b"mm"
+    b"0123456789abcdefABCDEF" + _ASCII_SPACE + b"ms", b"0" * 10 + b"a" * 12 + b"\t" * len(_ASCII_SPACE) + b"mm"
 )
 _HEX = bytes.maketrans(b"0123456789abcdefABCDEF", b"a" * 22)
 
 
 def _strip_text(text: str) -> str:
     """`" ".join(_VOLATILE_TEXT.sub("<v>", text).split())`. An ASCII text (most tool output) is
-    read in C first, its characters as classes (a digit, a hex letter, a space, m or s): every
+    read in C first, its characters as classes (a digit, a hex letter, " ", another space, m or s): every
     alternative of the pattern needs 4 digits in a row, digit-colon-digit-digit, a digit then m
     or s (a space between at most) or 8 hex characters in a row, so a text with none of them has
     nothing to blank and the sub's attempts at each hex position (about 13,000 instructions for a
@@ -70,9 +70,10 @@ def _strip_text(text: str) -> str:
             or "0:00" in classes
             or "0m" in classes
             or "0 m" in classes
+            or "0\tm" in classes
             or "aaaaaaaa" in raw.translate(_HEX).decode()
         ):
-            if classes.count(" ") == text.count(" ") and "  " not in text and text[:1] != " " and text[-1:] != " ":
+            if "\t" not in classes and "  " not in text and text[:1] != " " and text[-1:] != " ":
                 return text  # nothing to blank and nothing to respace
             return " ".join(text.split())
     return " ".join(_VOLATILE_TEXT.sub("<v>", text).split())
@@ -107,11 +108,17 @@ def content_key(result: ToolResult) -> str:
     content hashes are equal."""
     fields = result.__dict__
     data, message = fields["data"], fields["message"]
+    if type(data) is str and message is None:  # the common result, as below with its two parts written out
+        return _short_or_hash(f"({fields['ok']!r}, {fields['error_type']!r}, None, {_strip_text(data)!r})")
     if type(data) in _KEY_SCALARS and (message is None or type(message) is str):
         # the tuple's repr, written out: no tuple, and no recursion guard (Py_ReprEnter) for it
         text = f"({fields['ok']!r}, {fields['error_type']!r}, {_strip_volatile(message)!r}, {_strip_volatile(data)!r})"
     else:
         text = _content_text(result)
+    return _short_or_hash(text)
+
+
+def _short_or_hash(text: str) -> str:
     return text if len(text) <= 64 else hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -18,6 +18,12 @@ _c_make_encoder = getattr(_encoder, "c_make_encoder", None)
 _scan_once: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner where there is one
 
 
+def string_encoder(*, ensure_ascii: bool = True) -> Callable[[str], str]:
+    """How `encoder(ensure_ascii=...)` writes a str, keys included: the function its C encoder
+    calls for one (the standard library's Python one where there is no C one: the same bytes)."""
+    return _encoder.encode_basestring_ascii if ensure_ascii else _encoder.encode_basestring
+
+
 def encoder(
     *,
     sort_keys: bool = False,
@@ -38,7 +44,7 @@ def encoder(
     )
     if _c_make_encoder is None:
         return standard.encode
-    strings = _encoder.encode_basestring_ascii if ensure_ascii else _encoder.encode_basestring
+    strings = string_encoder(ensure_ascii=ensure_ascii)
     item_separator, key_separator = separators
     fallback = standard.default
 

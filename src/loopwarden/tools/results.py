@@ -8,13 +8,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..hotpath.fastjson import encoder
+from ..hotpath.fastjson import encoder, string_encoder
 from ..retry import is_retryable_status
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _content_json = encoder(ensure_ascii=False, separators=(", ", ": "), default=str)
 _scalar_content_json = encoder(ensure_ascii=False, separators=(", ", ": "), default=str, check_circular=False)
 """The same bytes for an object of scalars, which cannot hold itself: no C encoder made per call."""
+_string_json = string_encoder(ensure_ascii=False)
+"""How `_content_json` writes a string (the C encoder calls this very function for one)."""
 
 
 class ToolResult(BaseModel):
@@ -57,6 +59,8 @@ class ToolResult(BaseModel):
         fields = self.__dict__
         if fields["ok"] and fields["message"] is None and fields["user_action"] is fields["error_type"] is None:
             data = fields["data"]  # the common result: data alone
+            if type(data) is str:  # the encoder's own bytes for it, without the encoder: its string part
+                return f'{{"ok": true, "data": {_string_json(data)}}}'
             if type(data) in _SCALARS:
                 return _scalar_content_json({"ok": True} if data is None else {"ok": True, "data": data})
         if type(self.data) in _SCALARS:  # what model_dump would give, without it
