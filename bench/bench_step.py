@@ -10,6 +10,8 @@ that part costs a step.
     python bench/bench_step.py --gc [--after smolagents]   # what a run leaves the collector
     python bench/bench_step.py --misses [--after smolagents]   # a run's cache misses after another's
 
+    python bench/bench_step.py --function loopwarden.loop:Run._settle [--function ...]   # up to 5
+
 (needs valgrind; each count takes about a minute). `--run N` runs the scenario once in this
 process, the way callgrind runs it.
 
@@ -19,6 +21,12 @@ tool declared afresh on a new closure, as it is per run), `config` (`LoopConfig(
 `model` (the `FunctionModel`), `agent` (`Agent(...)` from those), `run` (`agent.run` of an agent
 built once, the model answering at once: run start, one model call, the ending, the result), and
 `whole` (the bench's whole run of 0 steps: its world and meter too). `--part P --run N` runs one.
+
+`--function MODULE:ATTR` counts what one call of a function costs a step, inclusive: the function is
+put behind a C trampoline of its own (one distinct C symbol each, up to five at once), and the
+inclusive count of that symbol in a 260-step run less a 60-step run is read with `callgrind_annotate`.
+A counted call carries about 1,200 instructions of the trampoline, and one counted inside another
+adds about 4,000 to it. Sync functions only (a coroutine function would be counted making its coroutine).
 
 `--gc` counts what CPython's young-generation counter (allocations of objects the collector
 knows, less those freed) rises by in a 30-step loopwarden run, right after a run of its own or of
@@ -40,11 +48,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import functools
+import importlib
 import itertools
+import operator
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -75,7 +87,32 @@ def leave_out(part: str) -> None:
         EventStamper.built = staticmethod(lambda cls, values, unset=(): None)  # type: ignore[assignment,method-assign]
 
 
-def run_once(steps: int, without: list[str], part: str | None = None) -> None:
+TRAMPOLINES: tuple[tuple[str, Any], ...] = (  # (C symbol, a call of g through it): one symbol per function counted
+    ("sys_call_tracing", lambda g: sys.call_tracing(g, ())),
+    ("_operator_call", lambda g: operator.call(g)),
+    ("starmap_next", lambda g: next(itertools.starmap(g, ((),)))),
+    ("functools_reduce", lambda g: functools.reduce(lambda _a, _b: g(), (0,), None)),
+    ("methodcaller_call", lambda g: operator.methodcaller("__call__")(g)),
+)
+
+
+def behind_trampoline(target: str, through: Any) -> None:
+    """Replace the function `module:Attr.path` names by one that calls it through `through`."""
+    module, _, path = target.partition(":")
+    owner: Any = importlib.import_module(module)
+    *outer, name = path.split(".")
+    for attribute in outer:
+        owner = getattr(owner, attribute)
+    found = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+    inner = found.__func__ if isinstance(found, staticmethod) else found
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        return through(lambda: inner(*args, **kwargs))
+
+    setattr(owner, name, staticmethod(wrapped) if isinstance(found, staticmethod) else wrapped)
+
+
+def run_once(steps: int, without: list[str], part: str | None = None, functions: tuple[str, ...] = ()) -> None:
     warnings.simplefilter("ignore")
     sys.path.insert(0, str(Path(__file__).parent))
     import overhead
@@ -83,6 +120,8 @@ def run_once(steps: int, without: list[str], part: str | None = None) -> None:
 
     for left in without:
         leave_out(left)
+    for target, (_, through) in zip(functions, TRAMPOLINES, strict=False):
+        behind_trampoline(target, through)
     # Under callgrind a quick tool call takes about 50 times as long; on a loaded machine one can
     # pass INLINE_LIMIT_S and, if the thread waited meanwhile, the tool goes to a worker thread for
     # good: the count then moved by up to 10,000 a step between runs (once 780,000). The limit is
@@ -258,6 +297,29 @@ def instructions(steps: int, without: list[str], part: str | None = None) -> int
     return int(found[1])
 
 
+def per_function(functions: list[str]) -> dict[str, int]:
+    """Each function's inclusive instructions a step (see `--function`), trampoline included."""
+    env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
+    counted: dict[int, dict[str, int]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for steps in (260, 60):
+            out = f"{folder}/callgrind.{steps}"
+            command = ["valgrind", "--tool=callgrind", "--dump-instr=no", f"--callgrind-out-file={out}"]
+            named = [a for f in functions for a in ("--function", f)]
+            command += [sys.executable, __file__, "--run", str(steps), *named]
+            subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+            annotated = subprocess.run(
+                ["callgrind_annotate", "--inclusive=yes", "--threshold=100", out], capture_output=True, text=True
+            ).stdout
+            counted[steps] = {}
+            for symbol, _ in TRAMPOLINES[: len(functions)]:
+                found = re.search(rf"^\s*([\d,]+) .*:{symbol} \[", annotated, re.MULTILINE)
+                assert found, f"{symbol} not in the profile"
+                counted[steps][symbol] = int(found[1].replace(",", ""))
+    symbols = [symbol for symbol, _ in TRAMPOLINES]
+    return {f: (counted[260][s] - counted[60][s]) // 200 for f, s in zip(functions, symbols, strict=False)}
+
+
 def per_step(without: list[str]) -> int:
     return (instructions(260, without) - instructions(60, without)) // 200
 
@@ -282,7 +344,10 @@ def main() -> int:
     parser.add_argument("--after")
     parser.add_argument("--misses", action="store_true")
     parser.add_argument("--rounds", action="store_true")
+    parser.add_argument("--function", action="append", default=[])
     args = parser.parse_args()
+    if len(args.function) > len(TRAMPOLINES):
+        parser.error(f"at most {len(TRAMPOLINES)} functions at once")
     if args.rounds:
         run_rounds(args.after or "loopwarden")
         return 0
@@ -298,7 +363,12 @@ def main() -> int:
         gc_counts(args.after)
         return 0
     if args.run is not None:
-        run_once(args.run, args.without, args.part)
+        run_once(args.run, args.without, args.part, tuple(args.function))
+        return 0
+    if args.function:
+        print("| function (one call, inclusive, trampoline included) | instructions per step |\n|---|---:|")
+        for function, count in per_function(args.function).items():
+            print(f"| `{function}` | {count:,} |")
         return 0
     if args.fixed:
         fixed()
