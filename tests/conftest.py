@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from helpers import close_default_loop
-from shared_setup import LLAMA_GROUP, shared_setup_group
+from shared_setup import LLAMA_GROUP, shared_setup_group, xdist_workers
 
 settings.register_profile(
     "loaded",
@@ -84,6 +84,15 @@ def llama_ready(config: pytest.Config) -> bool:
         done = os.environ.get("LOOPWARDEN_LLAMA_BUILD_DONE")
         config._loopwarden_llama_now = done is None or Path(done).exists()  # type: ignore[attr-defined]
     return bool(config._loopwarden_llama_now)  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: more workers than CPUs (shared_setup.xdist_workers says how many and why).
+    PYTEST_XDIST_AUTO_NUM_WORKERS and `-n logical` are left to xdist."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or config.getoption("numprocesses") == "logical":
+        return None
+    return xdist_workers(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
 @pytest.hookimpl(optionalhook=True)

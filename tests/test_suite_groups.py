@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from shared_setup import LLAMA_GROUP, MCP_GROUP, SHARED_SETUP_GROUPS, shared_setup_group
+from shared_setup import LLAMA_GROUP, MCP_GROUP, SHARED_SETUP_GROUPS, shared_setup_group, xdist_workers
 
 TESTS = Path(__file__).resolve().parent
 SHARED_SCOPE = re.compile(r"@pytest\.fixture\(\s*scope=[\"'](module|package|session)[\"']")
@@ -41,3 +41,7 @@ def test_a_test_id_maps_to_its_files_group_or_none() -> None:
     assert all(files for files in SHARED_SETUP_GROUPS.values())
     for files in SHARED_SETUP_GROUPS.values():
         assert all((TESTS / file).is_file() for file in files), files
+
+
+def test_auto_starts_half_as_many_workers_again_as_there_are_cpus() -> None:
+    assert [xdist_workers(cpus) for cpus in (0, 1, 2, 3, 4, 8)] == [2, 2, 3, 5, 6, 12]
