@@ -32,6 +32,7 @@ SHARED_SETUP_GROUPS: dict[str, tuple[str, ...]] = {
         "e2e/test_server_bad_input.py",
         "e2e/test_web_page.py",
         "e2e/test_web_timeline.py",
+        "e2e/test_web_approve_code.py",
         "test_server_sse.py",
         "test_report_tables_corpus.py",
         "test_report_attribute_names.py",

@@ -28,6 +28,13 @@ def test_every_file_with_a_module_or_session_fixture_is_grouped() -> None:
     assert users - {Path(__file__).name} == {"e2e/test_llama_real_model.py", "e2e/test_proxy_llama.py"}
     # every real-model test in one group, so the session starts one llama server: see shared_setup.py
     assert set(SHARED_SETUP_GROUPS[LLAMA_GROUP]) == users - {Path(__file__).name}
+    # e2e/conftest.py's Chromium is built once a module: its users are grouped as well
+    on_chromium = {
+        path.relative_to(TESTS).as_posix()
+        for path in (TESTS / "e2e").glob("test_*.py")
+        if re.search(r"\bbrowser: Any\b", text := path.read_text(encoding="utf-8")) and "def browser(" not in text
+    }
+    assert len(on_chromium) == 3 and on_chromium <= grouped, sorted(on_chromium - grouped)
 
 
 def test_a_test_id_maps_to_its_files_group_or_none() -> None:

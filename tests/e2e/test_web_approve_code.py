@@ -6,28 +6,19 @@ One figure approved is drawn, another denied is not, and the run completes."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
-from helpers import chromium_browser  # noqa: E402
 from loopwarden.server.app import create_app  # noqa: E402
 from loopwarden.server.settings import ServerSettings  # noqa: E402
 from server_jobs import report_without_pdf, serve_in_thread  # noqa: E402
 
 EXAMPLES = TESTS.parent / "examples"
 APPROVED, DENIED = "data_scan_1000mA", "data_scan_1500mA"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    yield from chromium_browser(CHROMIUM_ARGS)
 
 
 def test_page_approves_one_figure_and_denies_another(tmp_path: Path, browser: Any) -> None:

@@ -8,43 +8,19 @@ from __future__ import annotations
 import json
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
-from helpers import chromium_browser, fresh_context, require_binary  # noqa: E402
+from helpers import require_binary  # noqa: E402
 from loopwarden.server.app import create_app  # noqa: E402
 from loopwarden.server.settings import ServerSettings  # noqa: E402
 from server_jobs import approval_job, serve_in_thread, ticking_job  # noqa: E402
 
 EXAMPLES = TESTS.parent / "examples"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    """One Chromium for the module's tests (tests/shared_setup.py keeps them on one xdist worker)."""
-    yield from chromium_browser(CHROMIUM_ARGS)
-
-
-@pytest.fixture
-def browser(chromium: Any) -> Iterator[Any]:
-    """Each test's own context in it: no page, cookie or stream of one test outlives it."""
-    yield from fresh_context(chromium)
 
 
 def settings_for(tmp_path: Path, roots: list[Path]) -> ServerSettings:

@@ -10,18 +10,16 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
-from test_web_page import CHROMIUM_ARGS, settings_for, wait_until  # noqa: E402
+from test_web_page import settings_for, wait_until  # noqa: E402
 
-from helpers import chromium_browser, fresh_context  # noqa: E402
 from loopwarden.events import Event  # noqa: E402
 from loopwarden.models import FunctionModel, ModelRequest, ToolCall, call  # noqa: E402
 from loopwarden.report.pipeline import ReportModels, run_report  # noqa: E402
@@ -30,18 +28,6 @@ from reportkit import NO_LATEX, make_folder  # noqa: E402
 from server_jobs import GatedJob, serve_in_thread  # noqa: E402
 
 FIGURE_CODE = "df = load('field_scan.csv')\nplt.plot(df['soil_temp_c'], df['moisture_pct'], 'o')"
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    """One Chromium for the module's tests (tests/shared_setup.py keeps them on one xdist worker)."""
-    yield from chromium_browser(CHROMIUM_ARGS)
-
-
-@pytest.fixture
-def browser(chromium: Any) -> Iterator[Any]:
-    """Each test's own context in it: no page, cookie or stream of one test outlives it."""
-    yield from fresh_context(chromium)
 
 
 def looping_explorer(request: ModelRequest) -> ToolCall:
