@@ -16,10 +16,10 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from durable_kit import (
+    HTTP,
     comparable,
     demo_folder,
     finished,
@@ -87,7 +87,7 @@ def test_a_paused_approval_survives_a_restart_of_everything(tmp_path: Path, back
         return serve(tmp_path / "api", allowed, database_url=url), worker(tmp_path / "w", url) if url else nullcontext()
 
     def paused(base: str, run_id: str) -> bool:
-        approvals = httpx.get(f"{base}/api/runs/{run_id}/approvals", timeout=30).json()
+        approvals = HTTP.get(f"{base}/api/runs/{run_id}/approvals").json()
         return run_status(base, run_id) == "paused" and [a["status"] for a in approvals] == ["pending"]
 
     with fresh_database() if backend == "postgres" else nullcontext() as url:
@@ -104,12 +104,12 @@ def test_a_paused_approval_survives_a_restart_of_everything(tmp_path: Path, back
         api_cm, worker_cm = processes(url)
         with api_cm as (api, base), worker_cm as work:
             assert paused(base, run_id)
-            call_id = httpx.get(f"{base}/api/runs/{run_id}/approvals", timeout=30).json()[0]["call_id"]
-            decided = httpx.post(
+            call_id = HTTP.get(f"{base}/api/runs/{run_id}/approvals").json()[0]["call_id"]
+            decided = HTTP.post(
                 f"{base}/api/runs/{run_id}/approvals/{call_id}", json={"decision": "approve", "by": "ann"}
             )
             assert decided.status_code == 200 and decided.json()["status"] == "approved"
-            again = httpx.post(f"{base}/api/runs/{run_id}/approvals/{call_id}", json={"decision": "deny"})
+            again = HTTP.post(f"{base}/api/runs/{run_id}/approvals/{call_id}", json={"decision": "deny"})
             assert again.status_code == 409  # the first decision stands
             wait_for(lambda: finished(base, run_id), "the approved run to finish", alive=[p for p in (api, work) if p])
             events = stored_events(base, run_id)
