@@ -25,6 +25,7 @@ from .config import LoopConfig, check_config
 from .errors import ConfigError, OutputValidationError
 from .events import Event, EventStamper, RunFinished, Status, Totals
 from .guard import DetectorFactory
+from .hotpath.kept import EventsField, KeptEvents
 from .loop import Run
 from .models.base import Message, Model
 from .output import UNSET
@@ -65,6 +66,7 @@ class RunResult(Generic[OutputT]):
     agent has an `output_type`), a terminal tool's data, a pending approval, a clarifying question."""
     totals: Totals
     events: list[Event]
+    """Every event of the run, in order (a run nobody watched builds them when first read: `KEPT`)."""
     messages: list[Message]
     state: RunState
     parsed_output: Any = _NOT_TYPED
@@ -89,8 +91,12 @@ class RunResult(Generic[OutputT]):
         return (
             f"RunResult(run_id={self.run_id!r}, status={self.status!r}, stop_reason={self.stop_reason!r},"
             f" output={output[:80] + '...' if len(output) > 80 else output},"
-            f" events=<{len(self.events)}>, messages=<{len(self.messages)}>)"
+            f" events=<{KEPT.count(self)}>, messages=<{len(self.messages)}>)"
         )
+
+
+KEPT = EventsField("events")
+setattr(RunResult, "events", KEPT)  # noqa: B010  # after the dataclass: still a field without a default
 
 
 @dataclass
@@ -262,8 +268,16 @@ class Agent(Generic[DepsT, OutputT]):
         self, prompt: str | list[Message], run_id: str, deps: Any, on_text: Callable[[str], None] | None
     ) -> RunResult[OutputT]:
         run, stream = self._start(prompt, run_id, deps=deps, on_text=on_text)
-        events = [event async for event in stream]
-        last = events[-1]
+        if isinstance(self.trace, Tracer):  # the tracer reads every event as it comes
+            made = [event async for event in stream]
+            events: list[Event] | KeptEvents = made
+            last = made[-1]
+        else:  # nobody reads them before the result: the step events are kept as their dicts
+            kept: list[Any] = []
+            run.stamp.kept = kept
+            async for event in stream:
+                kept.append(event)
+            events, last = KeptEvents(kept), kept[-1]
         assert isinstance(last, RunFinished)
         final = run.final()
         return RunResult(
@@ -272,7 +286,7 @@ class Agent(Generic[DepsT, OutputT]):
             last.stop_reason,
             last.output,
             last.totals,
-            events,
+            events,  # type: ignore[arg-type]  # KeptEvents too: KEPT builds them when read
             final.messages,
             final.state,
             _NOT_TYPED if final.output is None else final.output.value,

@@ -21,6 +21,7 @@ from .events import (
     RunStarted,
     Status,
     StopPolicy,
+    ToolCallProposed,
     count_usage,
 )
 from .guard.budget import HARD_BUDGET_REASONS
@@ -76,7 +77,8 @@ async def final_answer(run: Run, request: str, stop_reason: str, status: Status)
                 yield stop.event
             yield finished(run, status, stop_reason, None, note=stop.message)
             return
-        yield model_event(run, reply)
+        if (called := model_event(run, reply)) is not None:
+            yield called
         if reply.tool_calls:
             yield run.stamp(
                 GuardVerdict,
@@ -138,7 +140,8 @@ async def finish_with_answer(
                 yield stop.event
             yield finished(run, "failed", stop.reason, None, note=stop.message)
             return
-        yield model_event(run, reply)
+        if (called := model_event(run, reply)) is not None:
+            yield called
         text = reply.text or ""
     else:
         if first_failure(run.verifiers, text) is not None:
@@ -229,10 +232,11 @@ def _charge(run: Run, attempts: int, usage: Usage) -> None:
 # -- events --------------------------------------------------------------------------------------
 
 
-def model_event(run: Run, reply: ModelReply) -> Event:
+def model_event(run: Run, reply: ModelReply) -> Event | None:
+    """The call's `model_called`; None when the run keeps it as its dict (`EventStamper.record`)."""
     kind, run_id, seq, ts = run.stamp.head(ModelCalled)
     r = reply.__dict__  # read once (each attribute of a pydantic instance goes through its `__getattr__` hook)
-    return run.stamp.built(
+    return run.stamp.record(
         ModelCalled,
         {
             "type": kind,
@@ -254,10 +258,18 @@ def model_event(run: Run, reply: ModelReply) -> Event:
     )
 
 
-def verdict_event(run: Run, p: Proposal) -> Event:
+def proposed_event(run: Run, p: Proposal) -> Event | None:
+    """The call's `tool_call_proposed`; None when the run keeps it as its dict (`EventStamper.record`)."""
+    stamp = run.stamp
+    fields = p.proposed_fields(run.turn, stamp.head(ToolCallProposed), stamp.kept is not None)
+    return stamp.record(ToolCallProposed, fields)
+
+
+def verdict_event(run: Run, p: Proposal) -> Event | None:
+    """The call's `guard_verdict`; None when the run keeps it as its dict (`EventStamper.record`)."""
     fields = p.verdict_fields(run.turn, run.stamp.head(GuardVerdict))
     # evidence is given only when there is some (else the default)
-    return run.stamp.built(GuardVerdict, fields, _TYPE if fields["evidence"] else _TYPE_EVIDENCE)
+    return run.stamp.record(GuardVerdict, fields, _TYPE if fields["evidence"] else _TYPE_EVIDENCE)
 
 
 _TYPE, _TYPE_EVIDENCE = ("type",), ("type", "evidence")

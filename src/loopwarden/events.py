@@ -333,6 +333,9 @@ class EventStamper:
     def __init__(self, run_id: str, start_seq: int = 0) -> None:
         self.run_id = run_id
         self._seq = start_seq
+        self.kept: list[Any] | None = None
+        """Set by a run nobody watches as it goes (`Agent.run`): the events `record` is given are
+        kept here as their dicts, with those yielded, and built when read (hotpath/kept.py)."""
 
     def __call__(self, cls: type[E], **fields: Any) -> E:
         self._seq += 1
@@ -361,6 +364,13 @@ class EventStamper:
     @staticmethod
     def built(cls: type[E], values: dict[str, Any], unset: tuple[str, ...] = ("type",)) -> E:
         """As `in_order`, for `values` that begin with `head(cls)`'s four (trusted.in_order)."""
+        return in_order(cls, values, unset)
+
+    def record(self, cls: type[E], values: dict[str, Any], unset: tuple[str, ...] = ("type",)) -> E | None:
+        """As `built`; None when the dict is kept instead (`kept`): the caller has nothing to yield."""
+        if self.kept is not None:
+            self.kept.append((cls, values, unset))
+            return None
         return in_order(cls, values, unset)
 
     @property

@@ -31,6 +31,7 @@ from .ending import (
     finished,
     model_event,
     phase_event,
+    proposed_event,
     started_event,
     verdict_event,
 )
@@ -39,7 +40,6 @@ from .events import (
     EventStamper,
     IntentRouted,
     ToolCallFinished,
-    ToolCallProposed,
     ToolsDiscovered,
     Totals,
 )
@@ -160,7 +160,8 @@ class Run:
                 if reply is None:
                     check_budgets(self)
                     reply = await call_model(self, self._offered_now(), self._choice_now())
-                    yield model_event(self, reply)
+                    if (called := model_event(self, reply)) is not None:  # None: kept as its dict
+                        yield called
                     for event in apply_findings(self) if self._on_text(reply) else ():  # text flagged: steer
                         yield event
                     if not (calls := reply.tool_calls) and self._keep_working(reply):
@@ -179,10 +180,12 @@ class Run:
                 if len(proposals) == 1 and self._quick(p := proposals[0]):
                     # The common turn fused (what _proposed, _execute, _finished, _end_phase and
                     # _steer do for it, in their order): no generator, coroutine or list of its own.
-                    turn, stamp, tool = self.turn, self.stamp, p.tool
+                    turn, tool = self.turn, p.tool
                     assert tool is not None and p.validated is not None
-                    yield stamp.built(ToolCallProposed, p.proposed_fields(turn, stamp.head(ToolCallProposed)))
-                    yield verdict_event(self, p)
+                    if (proposed := proposed_event(self, p)) is not None:  # None: kept as its dict
+                        yield proposed
+                    if (verdict := verdict_event(self, p)) is not None:
+                        yield verdict
                     if self._hooks["on_calls"]:
                         self._observe("on_calls", [p.shown_record(self._reuse)])
                     token = current_context.set(RunContext(self.deps, self.run_id, turn))
@@ -192,8 +195,9 @@ class Run:
                     finally:
                         current_context.reset(token)
                     self._executed(p, execution)
-                    event, record = self._finish(p)
-                    yield event
+                    finished_event, record = self._finish(p)
+                    if finished_event is not None:
+                        yield finished_event
                     self._settle([record])
                     if (found := self._discovered([(tool, execution.result)])) is not None:
                         yield found
@@ -248,9 +252,11 @@ class Run:
         return proposals
 
     def _proposed(self, proposals: list[Proposal]) -> Iterator[Event]:
-        for p in proposals:
-            yield self.stamp.built(ToolCallProposed, p.proposed_fields(self.turn, self.stamp.head(ToolCallProposed)))
-            yield verdict_event(self, p)
+        for p in proposals:  # each None when the run keeps it as its dict (EventStamper.record)
+            if (proposed := proposed_event(self, p)) is not None:
+                yield proposed
+            if (verdict := verdict_event(self, p)) is not None:
+                yield verdict
         if self._hooks["on_calls"]:  # records are made for someone to see them
             self._observe("on_calls", [p.shown_record(self._reuse) for p in proposals])
 
@@ -261,20 +267,22 @@ class Run:
         for p in proposals:
             event, record = self._finish(p)
             records.append(record)
-            yield event
+            if event is not None:
+                yield event
         self._settle(records)
         if (found := self._discovered((p.tool, p.result) for p in proposals)) is not None:
             yield found
 
-    def _finish(self, p: Proposal) -> tuple[Event, CallRecord]:
-        """A call's result into the history and the state: its `tool_call_finished` and record."""
+    def _finish(self, p: Proposal) -> tuple[Event | None, CallRecord]:
+        """A call's result into the history and the state: its `tool_call_finished` (None when the
+        run keeps it as its dict: `EventStamper.record`) and record."""
         assert p.result is not None
         content = p.result.to_model_content()
         self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": content})
         record = p.result_record()
         done = self.state.add(record)
         head = self.stamp.head(ToolCallFinished)
-        return self.stamp.built(ToolCallFinished, p.result_fields(self.turn, head, done, content)), record
+        return self.stamp.record(ToolCallFinished, p.result_fields(self.turn, head, done, content)), record
 
     def _settle(self, records: list[CallRecord]) -> None:
         """After a turn's results: the novelty clock, the ladder, then the detectors see them."""

@@ -1,0 +1,124 @@
+"""A run nobody watches keeps its step events as their dicts and builds them when read
+(hotpath/kept.py): the events `result.events` gives are those the same run streams."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import loopwarden.models.scripted as scripted
+from loopwarden import Agent, Budgets, FunctionModel, LoopConfig, RunResult, ToolCall, tool
+from loopwarden.events import Event, GuardVerdict, ModelCalled, RunFinished, ToolCallFinished, ToolCallProposed
+from loopwarden.guard.fingerprint import args_hash
+from loopwarden.hotpath.kept import KeptEvents
+from loopwarden.models.scripted import call
+
+
+@tool(blocking=False)
+def read(path: str) -> str:
+    """Read a file."""
+    return f"text of {path}"
+
+
+def _script() -> Callable[[Any], Any]:
+    """Allowed, refused (unknown tool, bad JSON), answered from the cache, two calls in one turn
+    (the general way), a repeat the ladder steps in on, then the answer."""
+    replies: list[Any] = [
+        call("read", {"path": "a"}),
+        call("nope"),
+        call("read", "{not json"),
+        call("read", {"path": "a"}),
+        [call("read", {"path": "b"}), call("read", {"path": "c"})],
+        call("read", {"path": "a"}),
+        call("read", {"path": "a"}),
+        "done",
+    ]
+    script = iter(replies)
+    return lambda request: next(script, "done")
+
+
+def _deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same clock readings and call ids in every run: two runs make equal events."""
+    ticks = itertools.count(1)
+    monkeypatch.setattr(time, "time", lambda: 1_700_000_000 + next(ticks) / 1000)
+    monkeypatch.setattr(time, "perf_counter", lambda: next(ticks) / 1_000_000)
+    monkeypatch.setattr(time, "monotonic", lambda: next(ticks) / 1_000_000)
+    monkeypatch.setattr(scripted, "_call_ids", itertools.count(1))
+
+
+def _same(kept: list[Event], streamed: list[Event]) -> None:
+    assert len(kept) == len(streamed)
+    for a, b in zip(kept, streamed, strict=True):
+        assert type(a) is type(b)
+        assert list(a.__dict__.items()) == list(b.__dict__.items()), a
+        assert a.model_fields_set == b.model_fields_set
+        assert a.to_json() == b.to_json()
+
+
+async def _streamed(agent: Agent[Any, Any], prompt: str) -> list[Event]:
+    return [event async for event in agent.stream(prompt, run_id="r")]
+
+
+@pytest.mark.parametrize("rounds", [None, 3])
+def test_a_kept_runs_events_are_the_ones_the_same_run_streams(
+    monkeypatch: pytest.MonkeyPatch, rounds: int | None
+) -> None:
+    """Every kind of step (allowed, refused, cached, two calls a turn, a nudge), ended by the
+    answer or by a budget (the wrap-up's model call): the same events, field for field, in order."""
+    import asyncio
+
+    config = LoopConfig() if rounds is None else LoopConfig(budgets=Budgets(max_tool_rounds=rounds))
+    _deterministic(monkeypatch)
+    result = Agent(FunctionModel(_script()), [read], config=config).run_sync("x", run_id="r")
+    assert type(result.__dict__["_events"]) is KeptEvents  # kept: nothing built yet
+    kept = result.events
+    _deterministic(monkeypatch)
+    streamed = asyncio.run(_streamed(Agent(FunctionModel(_script()), [read], config=config), "x"))
+    _same(kept, streamed)
+    kinds = {type(e) for e in kept}
+    assert {ModelCalled, ToolCallProposed, GuardVerdict, ToolCallFinished, RunFinished} <= kinds
+    proposed = [e for e in kept if isinstance(e, ToolCallProposed)]
+    assert [e.args_hash for e in proposed] == [args_hash(e.arguments) for e in proposed]  # hashed when built
+    if rounds is None:
+        assert {"allowed", "refused", "cached", "nudged"} <= {e.action for e in kept if isinstance(e, GuardVerdict)}
+    else:
+        assert result.stop_reason == "tool_round_budget"
+
+
+def test_kept_events_are_built_once_and_the_result_behaves_as_a_list_of_them() -> None:
+    result = Agent(FunctionModel(_script()), [read]).run_sync("x")
+    count = len(result.__dict__["_events"])
+    assert f"events=<{count}>" in repr(result) and type(result.__dict__["_events"]) is KeptEvents  # repr builds none
+    events = result.events
+    assert result.events is events and len(events) == count and all(isinstance(e, Event) for e in events)
+    assert [e.seq for e in events] == list(range(1, count + 1))
+    first = Agent(FunctionModel(_script()), [read]).run_sync("x")
+    second = copy.copy(first)  # both hold the kept events: built once, whichever asks first
+    assert second.events is first.events
+    again = dataclasses.replace(result)
+    assert again == result and again.events == events
+    given = RunResult("r", "completed", "final_answer", "done", result.totals, events[:2], [], result.state)
+    assert given.events == events[:2]
+    assert [f.name for f in dataclasses.fields(RunResult)][4:7] == ["totals", "events", "messages"]
+
+
+def test_a_traced_run_hands_each_event_on_as_it_is_made() -> None:
+    seen: list[Event] = []
+    result = Agent(FunctionModel(_script()), [read], trace=seen.append).run_sync("x")
+    assert type(result.__dict__["_events"]) is list
+    assert [id(e) for e in result.events] == [id(e) for e in seen]
+
+
+def test_a_run_of_its_own_calls_keeps_what_the_model_sent() -> None:
+    """A script reusing one ToolCall: each proposal still has its own id, kept or streamed."""
+    same = ToolCall(id="x", name="read", arguments='{"path": "a"}')
+    replies = iter([same, "done"])
+    result = Agent(FunctionModel(lambda r: next(replies)), [read]).run_sync("x")
+    (proposed,) = [e for e in result.events if isinstance(e, ToolCallProposed)]
+    assert proposed.call_id != "x" and proposed.raw_arguments == '{"path": "a"}'
