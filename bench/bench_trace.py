@@ -84,9 +84,12 @@ def leave_out(level: int) -> None:
         exchanges.TracedModel._keep = keep_nothing  # type: ignore[assignment,method-assign]
     if level >= 4:
 
-        async def plain(self: Any, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
-            async for event in events:
-                yield event
+        async def plain(self: Any, events: AsyncIterator[Any], keep: Any = None) -> AsyncIterator[Any]:
+            if keep is None:
+                async for event in events:
+                    yield event
+            else:  # Agent.run takes a traced run's events a commit at a time: here all at once
+                yield [event async for event in events]
 
         recorder.TraceRecorder.record = plain  # type: ignore[method-assign]
 

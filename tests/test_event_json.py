@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -74,14 +75,19 @@ def events(draw: st.DrawFn, cls: type[Event]) -> dict[str, Any]:
 
 
 def _same_bytes(event: Event) -> None:
+    _alike(event.model_dump_json, event.to_json)
+
+
+def _alike(expected_of: Callable[[], str | None], got_of: Callable[[], str | None]) -> None:
+    """The same text from both (or both raise alike), each warning about the same values."""
     with warnings.catch_warnings(record=True) as told:
         warnings.simplefilter("always")
         try:
-            expected: str | type[BaseException] = event.model_dump_json()
+            expected: str | type[BaseException] | None = expected_of()
         except (PydanticSerializationError, ValueError, TypeError) as error:
             expected = type(error)
         try:
-            got: str | type[BaseException] = event.to_json()
+            got: str | type[BaseException] | None = got_of()
         except (PydanticSerializationError, ValueError, TypeError) as error:
             got = type(error)
     assert got == expected
@@ -124,3 +130,55 @@ def test_a_subclass_that_writes_its_own_json_is_followed() -> None:
             return super().model_dump_json().upper()
 
     assert Shouting(run_id="r", seq=1, ts=0.5).to_json() == '{"TYPE":"SHOUTING","RUN_ID":"R","SEQ":1,"TS":0.5}'
+
+
+def _same_line(kept: tuple[type[Event], dict[str, Any], tuple[str, ...]]) -> None:
+    """A kept event's stored line (trace/lines.py, written from its dict) against the JSON of the
+    event it builds (hotpath/kept.py, on a copy of the dict): the same bytes, or both raise."""
+    from loopwarden.hotpath.kept import _built
+    from loopwarden.trace.lines import event_lines
+
+    def built() -> str | None:
+        line = _built(kept[0], dict(kept[1]), kept[2]).to_json()
+        return None if "\n" in line else line  # such a batch goes to rows of `events`
+
+    _alike(built, lambda: event_lines([kept]))
+
+
+@pytest.mark.parametrize("cls", EVENT_CLASSES, ids=lambda c: c.__name__)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_kept_dict_is_stored_as_the_json_of_the_event_it_builds(cls: type[Event], data: st.DataObject) -> None:
+    """A traced `Agent.run` commits its step events from their dicts (trace/lines.py): any
+    values, of any types, in every field in field order (as `EventStamper.record` is given them)."""
+    fields = data.draw(events(cls))
+    values = dict(cls.model_construct(**fields).__dict__)  # every field, defaults too, in field order
+    _same_line((cls, values, ("type",)))
+    _same_line((cls, {k: v for k, v in values.items() if k != "ts"}, ("type",)))  # a field missing: built
+
+
+def test_a_kept_dict_of_a_class_with_its_own_json_or_a_field_serializer_is_written_by_the_event() -> None:
+    from pydantic import field_serializer
+
+    from loopwarden.trace.lines import event_lines
+
+    class Shouting(Event):
+        type: str = "shouting"
+
+        def model_dump_json(self, **_: Any) -> str:
+            return super().model_dump_json().upper()
+
+    class Masked(Event):
+        type: str = "masked"
+        secret: str = ""
+
+        @field_serializer("secret")
+        def _mask(self, value: str) -> str:
+            return f"{self.type}:{'*' * len(value)}"
+
+    head = {"run_id": "r", "seq": 1, "ts": 0.5}
+    shouting = (Shouting, {"type": "shouting", **head}, ("type",))
+    masked = (Masked, {"type": "masked", **head, "secret": "abc"}, ("type",))
+    assert event_lines([shouting, masked]) == '{"TYPE":"SHOUTING","RUN_ID":"R","SEQ":1,"TS":0.5}\n' + (
+        '{"type":"masked","run_id":"r","seq":1,"ts":0.5,"secret":"masked:***"}'
+    )

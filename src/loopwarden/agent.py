@@ -247,8 +247,12 @@ class Agent(Generic[DepsT, OutputT]):
         *,
         deps: Any = None,
         on_text: Callable[[str], None] | None = None,
-    ) -> tuple[Run, AsyncIterator[Event]]:
-        """A run and its event stream, through the tracer when this agent traces (trace/tracing.py)."""
+        keep: bool = False,
+    ) -> tuple[Run, AsyncIterator[Any]]:
+        """A run and its event stream, through the tracer when this agent traces (trace/tracing.py).
+        `keep`: nobody reads the events before the run ends, so a store may be given the step
+        events as their dicts (hotpath/kept.py); its stream is then of each commit's events and
+        kept ones, a list a commit (trace/recorder.py)."""
         wanted = self.deps_type
         if deps is not None and isinstance(wanted, type) and not isinstance(deps, wanted):
             raise ConfigError(f"deps is a {type(deps).__name__}; this agent's deps_type is {wanted.__name__}")
@@ -262,21 +266,28 @@ class Agent(Generic[DepsT, OutputT]):
 
         run = Run(replace(self, model=traced(self.model), trace=False), prompt, run_id, stamper, deps=deps,
                   on_text=on_text, wrap_model=traced)  # fmt: skip
+        if keep and tracer.store is not None:
+            return run, tracer.record(run.events(), run_id, run.stamp)
         return run, tracer.record(run.events(), run_id)
 
     async def _collect(
         self, prompt: str | list[Message], run_id: str, deps: Any, on_text: Callable[[str], None] | None
     ) -> RunResult[OutputT]:
-        run, stream = self._start(prompt, run_id, deps=deps, on_text=on_text)
-        if isinstance(self.trace, Tracer):  # the tracer reads every event as it comes
+        tracer = self.trace if isinstance(self.trace, Tracer) else None
+        run, stream = self._start(prompt, run_id, deps=deps, on_text=on_text, keep=True)
+        if tracer is not None and tracer.store is None:  # a sink reads every event as it comes
             made = [event async for event in stream]
             events: list[Event] | KeptEvents = made
             last = made[-1]
         else:  # nobody reads them before the result: the step events are kept as their dicts
             kept: list[Any] = []
-            run.stamp.kept = kept
-            async for event in stream:
-                kept.append(event)
+            if tracer is None:
+                run.stamp.kept, run.stamp.later = kept, True
+                async for event in stream:
+                    kept.append(event)
+            else:  # the recorder keeps them, commits them and passes each commit's on
+                async for batch in stream:
+                    kept += batch
             events, last = KeptEvents(kept), kept[-1]
         assert isinstance(last, RunFinished)
         final = run.final()

@@ -261,7 +261,7 @@ def model_event(run: Run, reply: ModelReply) -> Event | None:
 def proposed_event(run: Run, p: Proposal) -> Event | None:
     """The call's `tool_call_proposed`; None when the run keeps it as its dict (`EventStamper.record`)."""
     stamp = run.stamp
-    fields = p.proposed_fields(run.turn, stamp.head(ToolCallProposed), stamp.kept is not None)
+    fields = p.proposed_fields(run.turn, stamp.head(ToolCallProposed), stamp.later)
     return stamp.record(ToolCallProposed, fields)
 
 

@@ -12,6 +12,7 @@ Events are validated wherever they are read (`parse_event`: JSON, SQLite, SSE) a
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal, TypeVar, Union
@@ -336,6 +337,12 @@ class EventStamper:
         self.kept: list[Any] | None = None
         """Set by a run nobody watches as it goes (`Agent.run`): the events `record` is given are
         kept here as their dicts, with those yielded, and built when read (hotpath/kept.py)."""
+        self.later = False
+        """Whether a kept dict may hold a value made only when the event is built (`Later`): when
+        nobody reads the dicts before then (untraced `Agent.run`; a store writes them at once)."""
+        self.kept_most = sys.maxsize
+        """`record` keeps no dict once `kept` holds this many: the event is built and yielded (a
+        traced run's recorder ends a batch at an event it sees: trace/recorder.py)."""
 
     def __call__(self, cls: type[E], **fields: Any) -> E:
         self._seq += 1
@@ -368,8 +375,9 @@ class EventStamper:
 
     def record(self, cls: type[E], values: dict[str, Any], unset: tuple[str, ...] = ("type",)) -> E | None:
         """As `built`; None when the dict is kept instead (`kept`): the caller has nothing to yield."""
-        if self.kept is not None:
-            self.kept.append((cls, values, unset))
+        kept = self.kept
+        if kept is not None and len(kept) < self.kept_most:
+            kept.append((cls, values, unset))
             return None
         return in_order(cls, values, unset)
 

@@ -15,12 +15,17 @@ tests/test_kept_events.py compares a run's kept events with the same run's event
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeAlias, Union, overload
 
 from .trusted import in_order
 
 if TYPE_CHECKING:
     from ..events import Event
+
+Kept: TypeAlias = "tuple[type[Event], dict[str, Any], tuple[str, ...]]"
+"""A kept event: its class, the dict `in_order` builds it from, the names given as defaults."""
+Told: TypeAlias = Union["Event", Kept]  # a string forward reference cannot use |
+"""What a run that keeps its step events tells: an event, or a kept one (trace/lines.py writes either)."""
 
 
 class Later(partial[Any]):

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..events import Event
+from ..hotpath.kept import Told
 from .migrations import MIGRATIONS, Migration
 from .records import StoredEvent
 from .rows import read_events, write_batch
@@ -141,7 +142,7 @@ class PostgresRunStore(RunStore):
     def append_events(
         self,
         run_id: str,
-        events: Sequence[Event],
+        events: Sequence[Told],
         *,
         with_rows: Callable[[Any], None] | None = None,
         exchanges: Exchanges = (),

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, overload
 
-from ..events import Event, RunFinished, RunStarted
+from ..events import Event, EventStamper, RunFinished, RunStarted
+from ..hotpath.kept import Told
 from .rows import open_run, update_status
 from .store import RunNotFound, RunStatus, RunStore
 from .writer import FIRST, MAX_BATCH, TOLD, Pump, Row, RunWriter, ends
@@ -44,10 +45,25 @@ class TraceRecorder:
         self.on_done: Callable[[], object] | None = None
         """Called once the recording has ended, however it ended."""
 
-    async def record(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    @overload
+    def record(self, events: AsyncIterator[Event], keep: None = None) -> AsyncIterator[Event]: ...
+    @overload
+    def record(self, events: AsyncIterator[Event], keep: EventStamper) -> AsyncIterator[list[Told]]: ...
+    def record(self, events: AsyncIterator[Event], keep: EventStamper | None = None) -> AsyncIterator[Any]:
+        """The run's events, each once committed. With `keep` (the run's stamper; the caller reads
+        nothing before the run's end: a traced `Agent.run`), the loop's step events come as their
+        dicts (hotpath/kept.py), committed from them (trace/lines.py), and each commit's events
+        are passed on as one list."""
+        return self._record(events, keep)
+
+    async def _record(self, events: AsyncIterator[Event], keep: EventStamper | None) -> AsyncIterator[Any]:
         writer: RunWriter | None = None
         finished = False
-        told: list[Event] = []  # what the run told since it last stopped (Pump appends)
+        told: list[Told] = []  # what the run told since it last stopped (Pump appends, and `keep`'s record)
+        if keep is not None:
+            # The stamper keeps its dicts in `told`, in order with the events the run yields, and
+            # builds the one that would make a full batch: the Pump stops there, as when built.
+            keep.kept, keep.kept_most = told, MAX_BATCH - 1
         run = Pump(events, told, MAX_BATCH)
         said: object = TOLD  # where the run stopped: TOLD, FIRST, what it waits on, or None while awaited
         try:
@@ -65,12 +81,19 @@ class TraceRecorder:
                 if writer is not None:  # the run waits, told a batch's worth or ended: what it told goes out first
                     ready_events = await writer.flush()
                     finished = writer.ended
+                    if keep is not None:  # the caller takes each batch whole (not a yield an event)
+                        yield ready_events
+                        continue
                     for ready in ready_events:
                         yield ready
             writer = self._keep(told, writer)
             if writer is not None:
-                for ready in await writer.flush():
-                    yield ready
+                ready_events = await writer.flush()
+                if keep is not None:
+                    yield ready_events
+                else:
+                    for ready in ready_events:
+                        yield ready
         except (asyncio.CancelledError, GeneratorExit):
             # GeneratorExit: the consumer stopped reading mid-run (break, aclose): the run ends there.
             if said is not TOLD and said is not FIRST and said is not None:
@@ -90,7 +113,7 @@ class TraceRecorder:
             if self.on_done is not None:
                 self.on_done()
 
-    def _keep(self, told: list[Event], writer: RunWriter | None) -> RunWriter | None:
+    def _keep(self, told: list[Told], writer: RunWriter | None) -> RunWriter | None:
         """Move what the run told to its writer (made, with the run's row, at its first event)."""
         if not told:
             return writer
@@ -103,19 +126,20 @@ class TraceRecorder:
             writer.closing, writer.ended = _closing(last), True
         return writer
 
-    def _writer(self, first: Event) -> RunWriter:
-        writer = self.writer or RunWriter(self.store, first.run_id)
-        writer.run_id = first.run_id
-        writer.open(self._opening(first))  # the run row, in the first batch's transaction
+    def _writer(self, first: Told) -> RunWriter:
+        run_id = first[1]["run_id"] if type(first) is tuple else first.run_id  # type: ignore[union-attr]
+        writer = self.writer or RunWriter(self.store, run_id)
+        writer.run_id = run_id
+        writer.open(self._opening(first, run_id))  # the run row, in the first batch's transaction
         return writer
 
-    def _opening(self, first: Event) -> Row:
+    def _opening(self, first: Told, run_id: str) -> Row:
         params = dict(self.params)
         if isinstance(first, RunStarted):
             params.setdefault("intent", first.intent)
             params.setdefault("model", first.model)
             params.setdefault("tools", first.tools)
-        run_id, kind = first.run_id, self.kind
+        kind = self.kind
         return lambda tx: open_run(tx, run_id, kind=kind, params=params)
 
 

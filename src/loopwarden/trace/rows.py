@@ -12,11 +12,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel
 from pydantic_core import to_json
 
 from ..errors import RunNotFound
-from ..events import Event
+from ..hotpath.kept import Told
+from .lines import event_lines as event_lines  # its home is trace/lines.py
+from .lines import event_parts, event_row, numbered, seq_of
 from .records import FINAL_STATUSES, RunStatus, StoredEvent
 
 
@@ -151,7 +152,7 @@ def insert_exchange_lines(tx: Any, run_id: str, exchanges: Sequence[tuple[int, s
 
 
 def write_batch(
-    tx: Any, run_id: str, events: Sequence[Event], exchanges: Sequence[tuple[int, str]], *, returning: bool
+    tx: Any, run_id: str, events: Sequence[Told], exchanges: Sequence[tuple[int, str]], *, returning: bool
 ) -> list[int]:
     """A commit's events (`insert_events`) with its model exchanges (number, `exchange_line`)."""
     if events:
@@ -162,7 +163,7 @@ def write_batch(
 
 
 def insert_events(
-    tx: Any, run_id: str, events: Sequence[Event], *, returning: bool, exchanges: Sequence[tuple[int, str]] = ()
+    tx: Any, run_id: str, events: Sequence[Told], *, returning: bool, exchanges: Sequence[tuple[int, str]] = ()
 ) -> list[int]:
     """Number `events` after the run's last and insert them, the run's row moved on first.
     `returning`: in one statement that returns the new last number (UPDATE ... RETURNING: on
@@ -193,7 +194,7 @@ def insert_events(
         # The events come numbered by the run's stamper, which follows the store: when the run's
         # row is at the number before the first, one UPDATE that checks so (in this write
         # transaction) numbers them as reading it first would; else it is read.
-        follows = events[0].seq - 1
+        follows = seq_of(events[0]) - 1
         numbered_by_us = tx.execute(
             "UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ? AND last_seq = ?",
             (follows + len(events), now, run_id, follows),
@@ -208,64 +209,54 @@ def insert_events(
         raise RunNotFound(run_id)
     last = int(row["last_seq"])
     first = last - len(events) + 1
-    numbered = [
-        e if e.seq == seq and e.run_id == run_id else e.model_copy(update={"seq": seq, "run_id": run_id})
-        for seq, e in enumerate(events, first)
-    ]
-    data = event_lines(numbered)
-    if data is not None:
-        lines = "\n".join(line for _, line in exchanges) if exchanges else None
-        last_n = exchanges[-1][0] if exchanges else None
+    told = numbered(events, run_id, first)
+    parts = event_parts(told)
+    if parts is not None:
         if not on_sqlite(tx):
-            tx.execute(INSERT_BATCH, (run_id, last, first, data, lines, last_n))
+            lines = "\n".join(line for _, line in exchanges) if exchanges else None
+            last_n = exchanges[-1][0] if exchanges else None
+            tx.execute(INSERT_BATCH, (run_id, last, first, b"\n".join(parts).decode(), lines, last_n))
         elif last >> SEQ_BITS:
             raise ValueError(f"run {run_id} has more events than a run store on SQLite keeps ({last})")
-        elif not tx.execute(INSERT_NUMBERED_BATCH, (last, first, data, lines, last_n, run_id)).rowcount:
-            tx.execute("INSERT INTO run_numbers (run_id) VALUES (?)", (run_id,))  # its first batch
-            tx.execute(INSERT_NUMBERED_BATCH, (last, first, data, lines, last_n, run_id))
+        else:
+            for values in batch_rows(first, parts, exchanges):
+                if not tx.execute(INSERT_NUMBERED_BATCH, (*values, run_id)).rowcount:
+                    tx.execute("INSERT INTO run_numbers (run_id) VALUES (?)", (run_id,))  # its first batch
+                    tx.execute(INSERT_NUMBERED_BATCH, (*values, run_id))
     else:
-        rows = [(run_id, e.seq, e.type, e.ts, e.to_json()) for e in numbered]
+        rows = [(run_id, *event_row(e)) for e in told]
         tx.executemany(INSERT_EVENT, rows)
         if exchanges:
             insert_exchange_lines(tx, run_id, exchanges)
     return list(range(first, last + 1))
 
 
-_TO_JSON, _MODEL_DUMP_JSON = Event.to_json, BaseModel.model_dump_json
-_WRITERS: dict[type, Any] = {}
-"""Per event class: its serializer's `to_json` when the class writes the JSON `Event.to_json`
-writes (the serializer's own bytes), else None. Read per event, these were three attribute reads
-through pydantic's `__getattr__` hooks (two of them the class's, through its metaclass's):
-~2,600 instructions an event (callgrind, a run's 403 events: 18,800 -> 16,200 each)."""
+ROW_BYTES = 32 * 1024
+"""On SQLite a commit's events and exchanges go in rows of about this size (`batch_rows`)."""
 
 
-def _writer_of(cls: type) -> Any:
-    if len(_WRITERS) >= 256:  # event classes made at run time: kept at most this many
-        _WRITERS.clear()
-    default = getattr(cls, "to_json", None) is _TO_JSON and getattr(cls, "model_dump_json", None) is _MODEL_DUMP_JSON
-    write = _WRITERS[cls] = cls.__pydantic_serializer__.to_json if default else None  # type: ignore[attr-defined]
-    return write
-
-
-def event_lines(events: Sequence[Event]) -> str | None:
-    """The events' JSON (`to_json()`), one a line, or None if one's JSON has a line break in it
-    (a subclass that writes its own). What pydantic's serializer writes never has one (it
-    escapes every control character), so those events' bytes are joined as they come and
-    decoded once, and nothing is searched for line breaks: a str per event and a count of the
-    batch's line breaks were ~2 M instructions of a traced 100-call run (bench_trace.py)."""
-    parts: list[bytes] = []
-    writers = _WRITERS
-    for event in events:
-        cls = type(event)
-        write = writers[cls] if cls in writers else _writer_of(cls)
-        if write is not None:
-            parts.append(write(event))  # what to_json() decodes
-        else:
-            line = event.to_json()
-            if "\n" in line:
-                return None
-            parts.append(line.encode())
-    return b"\n".join(parts).decode()
+def batch_rows(
+    first: int, parts: list[bytes], exchanges: Sequence[tuple[int, str]]
+) -> list[tuple[int, int, str, str | None, int | None]]:
+    """A commit's batch as the `event_batches` rows SQLite is given: each its last and first
+    event numbers, its events' lines, its exchanges' lines and the last exchange's number. One
+    row up to `ROW_BYTES`; beyond, the events and the exchanges are split evenly in order (every
+    row holds an event: its key is its last; readers read a run's rows in order either way).
+    SQLite builds a row's record in one allocation: one of a few hundred KB (a run that never
+    waits commits 256 events with their exchanges) was mapped fresh at each commit and faulted
+    in page by page while the record was copied into it (perf: ~600 of a run's ~700 minor faults
+    over a series were that copy in `sqlite3VdbeExec`; ~60 a run against ~12 in rows of 32 KB)."""
+    size = sum(map(len, parts)) + sum(len(line) for _, line in exchanges)
+    count = min(len(parts), size // ROW_BYTES + 1)
+    n, m = len(parts), len(exchanges)
+    rows = []
+    for i in range(count):
+        start, end = i * n // count, (i + 1) * n // count
+        taken = exchanges[i * m // count : (i + 1) * m // count]
+        lines = "\n".join(line for _, line in taken) if taken else None
+        data = b"\n".join(parts[start:end]).decode()
+        rows.append((first + end - 1, first + start, data, lines, taken[-1][0] if taken else None))
+    return rows
 
 
 # The head every event's JSON starts with (Event's own fields come first); anything else is parsed.

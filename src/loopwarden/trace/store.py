@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..errors import RunNotFound as RunNotFound  # its home is loopwarden.errors
 from ..events import Event
+from ..hotpath.kept import Told
 from . import checkpoint
 from .migrations import MIGRATIONS, Migration, split_statements
 from .records import (
@@ -103,7 +104,7 @@ class RunStore:
         conn.execute("COMMIT")
 
     def _append_now(
-        self, run_id: str, events: Sequence[Event], with_rows: Callable[[Any], None] | None, exchanges: Exchanges
+        self, run_id: str, events: Sequence[Told], with_rows: Callable[[Any], None] | None, exchanges: Exchanges
     ) -> list[int] | None:
         """`append_events` in a write transaction if no other writer holds the store this
         instant, else None (and nothing waits): for the event loop's own thread, which must never
@@ -320,7 +321,7 @@ class RunStore:
     def append_events(
         self,
         run_id: str,
-        events: Sequence[Event],
+        events: Sequence[Told],
         *,
         with_rows: Callable[[Any], None] | None = None,
         exchanges: Exchanges = (),
@@ -328,7 +329,8 @@ class RunStore:
     ) -> list[int] | None:
         """Commit events in one transaction, numbered as `append_event` does, after `with_rows(tx)`
         (rows that go with them, such as the run's) in the same transaction, with the model
-        `exchanges` (each gives its number and line, given the transaction) in their row. With
+        `exchanges` (each gives its number and line, given the transaction) in their row. An
+        event may be one a run kept as its dict (hotpath/kept.py: written from it). With
         `wait=False` it writes only if no other writer holds the store this instant, and returns
         None having written nothing otherwise."""
         if not wait:

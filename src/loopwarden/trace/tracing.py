@@ -17,13 +17,15 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard, overload
 
 from ..errors import ConfigError
 from ..events import Event
 from ..models.base import Model
 
 if TYPE_CHECKING:
+    from ..events import EventStamper
+    from ..hotpath.kept import Told
     from .store import RunStore
     from .writer import RunWriter
 
@@ -56,19 +58,31 @@ class Tracer:
         writer = self._writers.get(run_id) or self._writers.setdefault(run_id, RunWriter(self.store, run_id))
         return TracedModel(model, self.store, run_id, writer)  # every model of the run shares the run's writer
 
-    def record(self, events: AsyncIterator[Event], run_id: str | None = None) -> AsyncIterator[Event]:
+    @overload
+    def record(self, events: AsyncIterator[Event], run_id: str | None = None) -> AsyncIterator[Event]: ...
+    @overload
+    def record(
+        self, events: AsyncIterator[Event], run_id: str | None, keep: EventStamper
+    ) -> AsyncIterator[list[Told]]: ...
+    def record(
+        self, events: AsyncIterator[Event], run_id: str | None = None, keep: EventStamper | None = None
+    ) -> AsyncIterator[Any]:
+        """The run's events as they pass the store or the sink. `keep`: the run's stamper, when
+        nobody reads the events before the run ends: a store then writes the step events from
+        their dicts and passes each commit's events on as one list (trace/recorder.py). Only
+        with a store: a sink is given every event built."""
         if self.store is not None:
             from .recorder import TraceRecorder
             from .writer import RunWriter
 
             if run_id is None:
-                return TraceRecorder(self.store, kind=self.kind).record(events)
+                return TraceRecorder(self.store, kind=self.kind).record(events, keep)
             # The run's writer stays findable while it runs: a model handed to mid-run joins it.
             writer = self._writers.setdefault(run_id, RunWriter(self.store, run_id))
             recorder = TraceRecorder(self.store, kind=self.kind, writer=writer)
             recorder.on_done = lambda: self._writers.pop(run_id, None)
-            return recorder.record(events)
-        assert self.sink is not None
+            return recorder.record(events, keep)
+        assert self.sink is not None and keep is None
         return _to_sink(events, self.sink)
 
     def __repr__(self) -> str:

@@ -18,7 +18,8 @@ import types
 from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any, TypeGuard, TypeVar
 
-from ..events import Event, RunFinished
+from ..events import RunFinished
+from ..hotpath.kept import Told
 from .rows import last_exchange
 from .store import RunStore
 
@@ -42,7 +43,8 @@ class RunWriter:
 
     def __init__(self, store: RunStore, run_id: str) -> None:
         self.store, self.run_id = store, run_id
-        self.events: list[Event] = []
+        self.events: list[Told] = []
+        """Events, and step events a run kept as their dicts (trace/lines.py writes either)."""
         self.rows: list[Row] = []
         self.exchanges: list[ExchangeRow] = []
         """Written in the row of the events they are committed with (after `rows`: the run's row
@@ -74,7 +76,7 @@ class RunWriter:
         self._exchanges += 1
         return self._exchanges
 
-    def _take(self) -> tuple[list[Event], Row | None, list[ExchangeRow]]:
+    def _take(self) -> tuple[list[Told], Row | None, list[ExchangeRow]]:
         events, rows, exchanges = self.events, self.rows, self.exchanges
         if self.opening is not None:
             rows.insert(0, self.opening)
@@ -83,7 +85,7 @@ class RunWriter:
         self.events, self.rows, self.exchanges, self.opening, self.closing = [], [], [], None, None
         return events, _all(rows) if rows else None, exchanges
 
-    async def flush(self) -> list[Event]:
+    async def flush(self) -> list[Told]:
         """Commit what is pending; returns the events now durable, in order."""
         events, with_rows, exchanges = self._take()
         if not events and with_rows is None and not exchanges:

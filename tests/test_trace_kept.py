@@ -1,0 +1,266 @@
+"""A traced `Agent.run` keeps its step events as their dicts too (hotpath/kept.py): the recorder
+commits them from the dicts (trace/lines.py), byte for byte the JSON of the events they build,
+at the same commit points as the run streamed, and with every event told when it fails."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from durable_kit import fresh_database
+from loopwarden import Agent, Budgets, FunctionModel, LoopConfig, ModelReply, Usage, tool
+from loopwarden.events import Event, GuardVerdict, ModelCalled, ToolCallFinished, ToolCallProposed, UnknownEvent
+from loopwarden.hotpath.kept import KeptEvents, Later, _built
+from loopwarden.models.scripted import call
+from loopwarden.trace import rows
+from loopwarden.trace.exchanges import exchange_rows
+from loopwarden.trace.lines import event_lines
+from loopwarden.trace.store import RunStore
+from loopwarden.trace.writer import MAX_BATCH
+from test_kept_events import _deterministic, _same
+
+ODD = 'é ü 中文 🙂 "quoted" \\ back\tslash \u2028 \u2029 \x00 \x1f \x7f line\nbreak'
+
+
+@tool(blocking=False)
+def read(path: str) -> str:
+    """Read a file."""
+    return f"text of {path}: {ODD}"
+
+
+def _odd_script() -> Any:
+    """Allowed, refused (unknown tool, bad JSON), answered from the cache, two calls in one turn, a
+    nudged repeat; odd text in replies, arguments and results; usage and a model name."""
+    replies: list[Any] = [
+        ModelReply(text=ODD, tool_calls=[call("read", {"path": ODD})], usage=Usage(prompt_tokens=7, cached_tokens=2)),
+        call("nope"),
+        call("read", "{not json"),
+        ModelReply(text="again", tool_calls=[call("read", {"path": ODD})], model="odd/model-é"),
+        [call("read", {"path": "b"}), call("read", {"path": "c"})],
+        call("read", {"path": ODD}),
+        call("read", {"path": ODD}),
+        f"done: {ODD}".replace("\x00", ""),  # a run row's message on Postgres holds no NUL (its text type)
+    ]
+    script = iter(replies)
+    return lambda request: next(script, "done")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[RunStore, RunStore]]:
+    """Two stores: one for a run kept, one for the same run streamed."""
+    if request.param == "sqlite":
+        pair = RunStore(tmp_path / "kept.db"), RunStore(tmp_path / "streamed.db")
+        yield pair
+        for store in pair:
+            store.close()
+        return
+    pytest.importorskip("psycopg", reason="the durable extra is not installed")
+    from loopwarden.trace.pgstore import PostgresRunStore
+
+    with fresh_database() as first, fresh_database() as second:
+        pair = PostgresRunStore(first), PostgresRunStore(second)
+        yield pair  # type: ignore[misc]
+        for store in pair:
+            store.close()
+
+
+async def _streamed(agent: Agent[Any, Any], prompt: str, run_id: str) -> list[Event]:
+    return [event async for event in agent.stream(prompt, run_id=run_id)]
+
+
+def _lines(store: RunStore, run_id: str) -> list[tuple[int, str, float, str]]:
+    return [(row.seq, row.type, row.ts, row.data) for row in store.event_rows(run_id)]
+
+
+@pytest.mark.parametrize("rounds", [None, 3])
+def test_a_traced_run_keeps_its_step_events_and_stores_the_json_they_build(
+    monkeypatch: pytest.MonkeyPatch, stores: tuple[RunStore, RunStore], rounds: int | None
+) -> None:
+    """Every kind of step, ended by the answer or by a budget, odd text everywhere: the stored
+    lines are the built events' `to_json()`, and the same as the run streamed stores."""
+    kept_store, streamed_store = stores
+    config = LoopConfig() if rounds is None else LoopConfig(budgets=Budgets(max_tool_rounds=rounds))
+    _deterministic(monkeypatch)
+    result = Agent(FunctionModel(_odd_script()), [read], config=config, trace=kept_store).run_sync("x", run_id="r")
+    assert type(result.__dict__["_events"]) is KeptEvents  # kept: nothing built while it ran
+    kept = result.events
+    stored = _lines(kept_store, "r")
+    assert stored == [(e.seq, e.type, e.ts, e.to_json()) for e in kept]
+    assert {ModelCalled, ToolCallProposed, GuardVerdict, ToolCallFinished} <= {type(e) for e in kept}
+    assert ODD in next(e for e in kept if isinstance(e, ModelCalled)).text  # type: ignore[operator]
+
+    _deterministic(monkeypatch)
+    agent = Agent(FunctionModel(_odd_script()), [read], config=config, trace=streamed_store)
+    streamed = asyncio.run(_streamed(agent, "x", "r"))
+    _same(kept, streamed)
+    assert _lines(streamed_store, "r") == stored
+    assert exchange_rows(kept_store, "r") == exchange_rows(streamed_store, "r")
+    assert kept_store.get_run("r").status == streamed_store.get_run("r").status == result.status
+
+
+@tool
+def read_lines(offset: int) -> str:
+    """Read lines of the log."""
+    return "\n".join(f"sample {i}: flow {i * 0.37:.2f} L/min at {20 + i % 7} C" for i in range(offset, offset + 20))
+
+
+def _reader(rounds: int, *, waits: bool) -> FunctionModel:
+    """Reads a log block by block (the bench's healthy run), then answers."""
+    answered = 0
+
+    def reply(request: Any) -> ModelReply | str:
+        nonlocal answered
+        answered += 1
+        if answered > rounds:
+            return "done"
+        return ModelReply(text=f"Reading block {answered}.", tool_calls=[call("read_lines", {"offset": 20 * answered})])
+
+    async def waiting(request: Any) -> ModelReply | str:
+        await asyncio.sleep(0)
+        return reply(request)
+
+    return FunctionModel(waiting if waits else reply)
+
+
+@pytest.mark.parametrize("waits", [False, True])
+def test_a_kept_run_commits_where_the_same_run_streamed_commits(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, waits: bool
+) -> None:
+    """What is committed when does not change: a run that never waits commits a full batch
+    (MAX_BATCH events, the last of them built by the stamper so the recorder sees it) and the
+    rest at its end; one that waits on each call commits before each wait."""
+    import loopwarden.tools
+
+    monkeypatch.setattr(loopwarden.tools, "INLINE_LIMIT_S", 60.0)  # the quick tool never goes to a thread
+    config = LoopConfig(budgets=Budgets(max_tool_rounds=100, max_model_calls=100))
+    sizes: list[list[int]] = []
+    append = RunStore.append_events
+
+    def counting(self: RunStore, run_id: str, events: Any, **kwargs: Any) -> Any:
+        done = append(self, run_id, events, **kwargs)
+        if done is not None:
+            sizes[-1].append(len(events))
+        return done
+
+    monkeypatch.setattr(RunStore, "append_events", counting)
+    Agent(_reader(5, waits=waits), [read_lines]).run_sync("x")  # the tool known quick: run inline from then on
+    for kept in (True, False):
+        sizes.append([])
+        agent = Agent(_reader(90, waits=waits), [read_lines], config=config, trace=tmp_path / f"{kept}.db")
+        if kept:
+            assert agent.run_sync("x", run_id="r").status == "completed"
+        else:
+            assert asyncio.run(_streamed(agent, "x", "r"))[-1].status == "completed"  # type: ignore[attr-defined]
+    assert sizes[0] == sizes[1] and sum(sizes[0]) > MAX_BATCH
+    assert (MAX_BATCH in sizes[0]) is not waits and (len(sizes[0]) > 90) is waits
+
+
+def _failing(after: int) -> FunctionModel:
+    calls = 0
+
+    def reply(request: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls > after:
+            raise RuntimeError("the model fell over")
+        return call("read", {"path": f"p{calls}"})
+
+    return FunctionModel(reply)
+
+
+def test_a_failing_traced_run_keeps_every_event_it_told(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _deterministic(monkeypatch)
+    with pytest.raises(RuntimeError):
+        Agent(_failing(3), [read], trace=tmp_path / "kept.db").run_sync("x", run_id="f")
+    _deterministic(monkeypatch)
+    with pytest.raises(RuntimeError):
+        asyncio.run(_streamed(Agent(_failing(3), [read], trace=tmp_path / "streamed.db"), "x", "f"))
+    kept, streamed = RunStore(tmp_path / "kept.db"), RunStore(tmp_path / "streamed.db")
+    stored = _lines(kept, "f")
+    assert stored == _lines(streamed, "f")
+    assert [seq for seq, *_ in stored] == list(range(1, len(stored) + 1))
+    assert [kind for _, kind, *_ in stored].count("tool_call_finished") == 3
+    assert kept.get_run("f").status == "failed"
+
+
+def test_a_cancelled_traced_run_keeps_every_event_it_told(tmp_path: Path) -> None:
+    calls = 0
+
+    async def reply(request: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls > 2:
+            await asyncio.Event().wait()  # never answers
+        return call("read", {"path": f"p{calls}"})
+
+    async def cancelled() -> None:
+        task = asyncio.create_task(Agent(FunctionModel(reply), [read], trace=tmp_path / "c.db").run("x", run_id="c"))
+        while calls < 3:
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled())
+    store = RunStore(tmp_path / "c.db")
+    kinds = [row.type for row in store.event_rows("c")]
+    assert kinds.count("model_called") == 2 and kinds.count("tool_call_finished") == 2
+    assert [row.seq for row in store.event_rows("c")] == list(range(1, len(kinds) + 1))
+    assert store.get_run("c").status == "cancelled"
+
+
+def test_a_kept_dict_holding_a_value_made_later_is_written_with_it_made() -> None:
+    """An untraced run's dicts may hold `Later` values; a traced run's do not (its stamper's
+    `later` is off), but one that does is still written right, and keeps the value made."""
+    from loopwarden.guard.fingerprint import args_hash
+
+    values = {
+        "type": "tool_call_proposed", "run_id": "r", "seq": 3, "ts": 1.5, "turn": 1, "call_id": "c1",
+        "tool": "read", "arguments": {"path": ODD}, "args_hash": Later(args_hash, {"path": ODD}),
+        "raw_arguments": None, "repaired": None,
+    }  # fmt: skip
+    kept = (ToolCallProposed, values, ("type",))
+    line = event_lines([kept])
+    assert values["args_hash"] == args_hash({"path": ODD})  # made once, kept for the build
+    assert line == _built(ToolCallProposed, dict(values), ("type",)).to_json()
+
+
+def _note(run_id: str, n: int) -> Event:
+    return UnknownEvent(type="note", run_id=run_id, seq=0, ts=1_764_676_543.25 + n, n=n, text="x" * 300)
+
+
+def _exchange(n: int) -> tuple[int, str]:
+    reply = '{"text":"' + "y" * 900 + '"}'
+    return n, rows.exchange_line(n, 0, 0, '"m"', 1_764_676_543.5, None, '{"messages":[]}', reply, None)
+
+
+def test_a_commit_past_row_bytes_goes_in_rows_that_read_back_as_one(tmp_path: Path) -> None:
+    """SQLite: a commit of more than `ROW_BYTES` is split evenly into rows, in order; its events
+    and exchanges read back whole, after any event, and the next exchange is numbered after them."""
+    store = RunStore(tmp_path / "runs.db")
+    run = store.create_run()
+    store.append_events(run.id, [_note(run.id, 0)])
+    events = [_note(run.id, n) for n in range(1, 301)]
+    exchanges = [lambda tx, n=n: _exchange(n) for n in range(1, 61)]
+    assert store.append_events(run.id, events, exchanges=exchanges) == list(range(2, 302))
+    batches = store._connection().execute("SELECT first_seq, data, exchanges FROM event_batches ORDER BY batch")
+    split = batches.fetchall()[1:]  # after the first commit's row
+    size = sum(len(data) + len(exchanges) for _, data, exchanges in split)
+    assert len(split) == size // rows.ROW_BYTES + 1 > 1
+    assert [first for first, *_ in split] == sorted(first for first, *_ in split)
+    assert all(exchanges is not None for *_, exchanges in split)  # spread evenly over the rows
+    assert [row["n"] for row in exchange_rows(store, run.id)] == list(range(1, 61))
+    everything = store.event_rows(run.id)
+    assert [row.seq for row in everything] == list(range(1, 302))
+    expected = [e.model_copy(update={"seq": n}).to_json() for n, e in enumerate(events, 2)]
+    assert [row.data for row in everything[1:]] == expected
+    for after in (0, 1, 2, 150, 299, 301):
+        assert store.event_rows(run.id, after) == everything[after:]
+        for limit in (1, 7):
+            assert store.event_rows(run.id, after, limit=limit) == everything[after:][:limit]
+    with store._write() as tx:
+        assert rows.last_exchange(tx, run.id) == 60
