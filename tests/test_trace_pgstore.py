@@ -81,3 +81,27 @@ async def test_a_traced_agent_run_on_postgres_is_committed_before_each_event_is_
         assert reader.get_run("pg-run").params["tools"] == ["read_file"]
         store.close()
         reader.close()
+
+
+def test_text_with_a_nul_is_kept_on_postgres_as_a_replacement_character() -> None:
+    """Postgres text cannot hold U+0000 (SQLite's can): a model's answer, an approval's reason or
+    a tool's name with one must not fail the write that closes the run (the run would be lost as
+    `running`); each NUL is stored as U+FFFD. JSON columns escape it and keep it as it was."""
+    from loopwarden import Agent
+    from loopwarden.models.scripted import ScriptedModel
+
+    with fresh_database() as url:
+        store = PostgresRunStore(url)
+        result = Agent(ScriptedModel(["done\x00 here"]), [], trace=store).run_sync("Say it", run_id="nul-run")
+        assert result.output == "done\x00 here"
+        row = store.get_run("nul-run")
+        assert row.status == "completed"
+        assert row.message == "done\ufffd here"
+        finished = store.events("nul-run")[-1]
+        assert finished.model_dump()["output"] == "done\x00 here"  # the event's JSON keeps it
+        store.add_approval("nul-run", "c\x001", "wr\x00ite", {"x": "\x00"}, "needs\x00 a person")
+        approval = store.approval("nul-run", "c\ufffd1")
+        assert approval is not None
+        assert (approval.tool, approval.reason) == ("wr\ufffdite", "needs\ufffd a person")
+        assert approval.arguments == {"x": "\x00"}
+        store.close()

@@ -16,6 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
 from ..events import Event
@@ -94,6 +95,31 @@ def postgres_migrations(migrations: Sequence[Migration]) -> list[Migration]:
     return out
 
 
+def _keep_nul_free(conn: Any) -> None:
+    """Postgres text cannot hold U+0000, which SQLite's can and a model's text may: psycopg
+    refuses such a string, and the write that closes a run would fail and leave it `running`.
+    On the store's connections a NUL is sent as U+FFFD. Events, params and exchanges are JSON,
+    which writes it escaped, so only the plain text columns (a run's message, an approval's
+    tool, reason and note) see the change."""
+    for dumper in _nul_free_dumpers():
+        conn.adapters.register_dumper(str, dumper)
+
+
+@cache
+def _nul_free_dumpers() -> tuple[type, ...]:
+    from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
+
+    class NulFreeText(StrDumperUnknown):
+        def dump(self, obj: str) -> Any:
+            return super().dump(obj.replace("\x00", "\ufffd") if "\x00" in obj else obj)
+
+    class NulFreeBinary(StrBinaryDumper):
+        def dump(self, obj: str) -> Any:
+            return super().dump(obj.replace("\x00", "\ufffd") if "\x00" in obj else obj)
+
+    return NulFreeText, NulFreeBinary
+
+
 class PostgresRunStore(RunStore):
     """`RunStore` on a Postgres database given by URL (postgresql://user@host:port/db)."""
 
@@ -110,7 +136,9 @@ class PostgresRunStore(RunStore):
     def _connection(self) -> Any:
         conn: _Connection | None = getattr(self._local, "conn", None)
         if conn is None or conn.conn.closed:
-            conn = _Connection(self._psycopg.connect(self.url, autocommit=True, connect_timeout=10))
+            raw = self._psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            _keep_nul_free(raw)
+            conn = _Connection(raw)
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)
