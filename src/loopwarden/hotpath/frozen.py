@@ -4,8 +4,12 @@ A frozen dataclass's generated `__init__` sets each field with `object.__setattr
 value)`: an attribute lookup, an argument tuple and a type lookup of the name per field, about
 1,500 instructions each (a four-field record costs 7,600, a plain one 2,500). `quick_init`
 gives the class an `__init__` with the same signature that sets each field through its slot's
-own descriptor (slotted classes) or into the instance dict (others): the same instance, at
-about 60% of the cost. The class stays frozen (assignment still raises), and equality, hash and
+own descriptor (slotted classes) or gives the instance its dict whole, one dict literal (others):
+the same instance, at about 60% of the cost. (Not the dict that reading `self.__dict__` makes, filled
+in: that one keeps its keys in the class's shared table and its values apart, which CPython 3.11's
+specialised attribute read, `LOAD_ATTR_WITH_HINT`, does not read; every later read of a field, as
+the loop's of a `Tool`, `LoopConfig`, `Budgets` or `Ladder` each step, then went the generic way,
+about 300 instructions instead of 30.) The class stays frozen (assignment still raises), and equality, hash and
 repr are the dataclass's own. tests/test_frozen.py compares instances with those the
 generated `__init__` makes.
 """
@@ -36,7 +40,7 @@ def quick_init(cls: type[T]) -> type[T]:
     ):
         raise TypeError(f"quick_init needs a frozen dataclass with plain fields: {cls.__name__}")
     slotted = "__slots__" in cls.__dict__
-    scope: dict[str, Any] = {"_FACTORY": _FACTORY}
+    scope: dict[str, Any] = {"_FACTORY": _FACTORY, "_set": object.__setattr__}
     positional, keywords, body = ["self"], list[str](), list[str]()
     for i, f in enumerate(fields):
         value = f.name
@@ -55,9 +59,11 @@ def quick_init(cls: type[T]) -> type[T]:
             scope[f"_set{i}"] = cls.__dict__[f.name].__set__
             body.append(f"    _set{i}(self, {value})")
         else:
-            body.append(f"    own[{f.name!r}] = {value}")
+            body.append(f"        {f.name!r}: {value},")
     signature = positional + (["*", *keywords] if keywords else [])
-    head = [f"def __init__({', '.join(signature)}):"] + ([] if slotted else ["    own = self.__dict__"])
+    head = [f"def __init__({', '.join(signature)}):"]
+    if not slotted:
+        body = ["    _set(self, '__dict__', {", *body, "    })"]  # one call, not one per field
     exec("\n".join(head + body), scope)  # built from the class's own field names
     init = scope["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
