@@ -35,10 +35,16 @@ class Later(partial[Any]):
     __slots__ = ()
 
 
-def _built(cls: type[Event], values: dict[str, Any], unset: tuple[str, ...]) -> Event:
+def settle(values: dict[str, Any]) -> dict[str, Any]:
+    """A kept dict with its `Later` values made, in place (the event built from it, or its JSON
+    written from it, then has the same)."""
     for name in [name for name, value in values.items() if type(value) is Later]:
         values[name] = values[name]()
-    return in_order(cls, values, unset)
+    return values
+
+
+def _built(cls: type[Event], values: dict[str, Any], unset: tuple[str, ...]) -> Event:
+    return in_order(cls, settle(values), unset)
 
 
 class KeptEvents:

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError, SchemaSerializer, core_schema
 
 from ..events import Event
-from ..hotpath.kept import Kept, Later, Told
+from ..hotpath.kept import Kept, Later, Told, settle
 from ..hotpath.trusted import in_order
 
 _TO_JSON, _MODEL_DUMP_JSON = Event.to_json, BaseModel.model_dump_json
@@ -105,15 +105,6 @@ def _given_the_instance(schema: Any) -> bool:
     return False
 
 
-def settle(values: dict[str, Any]) -> dict[str, Any]:
-    """A kept dict with its `Later` values made (in place: the event built from it later has the
-    same, as hotpath/kept.py would make them)."""
-    for name, value in values.items():
-        if type(value) is Later:
-            values[name] = value()
-    return values
-
-
 def _built_json(cls: type[Event], values: dict[str, Any], unset: tuple[str, ...]) -> str:
     """A kept event's `to_json()` where its dict is not written as it is (a class that writes its
     own JSON, a dict without every field): the event built on a copy of its dict."""
@@ -126,10 +117,16 @@ def _written(write: Any, values: dict[str, Any]) -> bytes:
     otherwise (a look at each was ~6,700 instructions an event, about what keeping it saves)."""
     try:
         return write(values)  # type: ignore[no-any-return]
-    except PydanticSerializationError:
-        if not any(type(value) is Later for value in values.values()):
-            raise
-        return write(settle(values))  # type: ignore[no-any-return]
+    except PydanticSerializationError as error:
+        return _settled(write, values, error)
+
+
+def _settled(write: Any, values: dict[str, Any], error: PydanticSerializationError) -> bytes:
+    """After `write(values)` failed with `error`: the dict written with its `Later` values made,
+    or `error` when it holds none."""
+    if not any(type(value) is Later for value in values.values()):
+        raise error
+    return write(settle(values))  # type: ignore[no-any-return]
 
 
 def _kept_line(kept: Kept) -> bytes | str:
@@ -195,8 +192,8 @@ def event_parts(events: Sequence[Told]) -> list[bytes] | None:
             if found is not None and len(values) == found[1]:
                 try:
                     parts.append(found[0](values))
-                except PydanticSerializationError:
-                    parts.append(_written(found[0], values))
+                except PydanticSerializationError as error:
+                    parts.append(_settled(found[0], values, error))
                 continue
             line = _built_json(kind, values, unset)
         else:
