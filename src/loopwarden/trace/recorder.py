@@ -64,6 +64,7 @@ class TraceRecorder:
             # The stamper keeps its dicts in `told`, in order with the events the run yields, and
             # builds the one that would make a full batch: the Pump stops there, as when built.
             keep.kept, keep.kept_most = told, MAX_BATCH - 1
+        whole = keep is not None  # the caller takes each commit's events as one list (not a yield an event)
         run = Pump(events, told, MAX_BATCH)
         said: object = TOLD  # where the run stopped: TOLD, FIRST, what it waits on, or None while awaited
         try:
@@ -81,19 +82,13 @@ class TraceRecorder:
                 if writer is not None:  # the run waits, told a batch's worth or ended: what it told goes out first
                     ready_events = await writer.flush()
                     finished = writer.ended
-                    if keep is not None:  # the caller takes each batch whole (not a yield an event)
-                        yield ready_events
-                        continue
-                    for ready in ready_events:
+                    for ready in [ready_events] if whole else ready_events:
                         yield ready
             writer = self._keep(told, writer)
             if writer is not None:
                 ready_events = await writer.flush()
-                if keep is not None:
-                    yield ready_events
-                else:
-                    for ready in ready_events:
-                        yield ready
+                for ready in [ready_events] if whole else ready_events:
+                    yield ready
         except (asyncio.CancelledError, GeneratorExit):
             # GeneratorExit: the consumer stopped reading mid-run (break, aclose): the run ends there.
             if said is not TOLD and said is not FIRST and said is not None:
