@@ -1,6 +1,6 @@
 """`loopwarden app` without a window: the embedded server (a port the kernel picked, the per-launch
-token), the desktop routes with a stand-in desktop, one app per run store, and the display check.
-The window itself is driven under Xvfb in tests/e2e/test_desktop_app.py."""
+token), the desktop routes with a stand-in desktop, one app per run store, the display check and the
+renderer chosen. The window itself is driven under Xvfb in tests/e2e/test_desktop_app.py."""
 
 from __future__ import annotations
 
@@ -179,3 +179,22 @@ def test_no_display_is_one_line_pointing_to_serve(tmp_path: Path) -> None:
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: no display")
     assert not (tmp_path / "state").exists()
+
+
+def test_the_software_renderer_is_chosen_only_where_opengl_could_only_be_software(tmp_path: Path) -> None:
+    from loopwarden.desktop.rendering import choose_renderer
+
+    no_gpu, dri, nvidia = tmp_path / "none", tmp_path / "dri", tmp_path / "nvidia"
+    for dev in (no_gpu, dri / "dri", nvidia):
+        dev.mkdir(parents=True)
+    (dri / "dri" / "renderD128").touch()
+    (nvidia / "nvidia0").touch()
+    env: dict[str, str] = {}
+    assert choose_renderer(env, no_gpu) == "software" and env == {"QT_QUICK_BACKEND": "software"}
+    for dev in (dri, nvidia):
+        env = {}
+        assert choose_renderer(env, dev) is None and env == {}  # a GPU: Qt's default (OpenGL) stays
+    env = {"LIBGL_ALWAYS_SOFTWARE": "1"}
+    assert choose_renderer(env, dri) == "software" and env["QT_QUICK_BACKEND"] == "software"
+    env = {"QT_QUICK_BACKEND": "rhi"}
+    assert choose_renderer(env, no_gpu) is None and env == {"QT_QUICK_BACKEND": "rhi"}  # the user's choice

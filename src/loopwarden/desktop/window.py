@@ -31,6 +31,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QMainWindow
 from .embedded import EmbeddedServer, app_settings
 from .focus import take_focus
 from .instance import Instance
+from .rendering import choose_renderer
 
 TITLE = "loopwarden"
 FOLDER_DIALOG_TITLE = "Choose the data folder"
@@ -160,6 +161,7 @@ def run_window(state_dir: Path, instance: Instance, *, concurrency: int = 2, job
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         os.environ.setdefault("QTWEBENGINE_DISABLE_SANDBOX", "1")  # Chromium's sandbox refuses root
     os.environ.setdefault("QTWEBENGINE_CHROMIUM_FLAGS", "--log-level=3")
+    choose_renderer()  # before Qt starts: Qt Quick reads its renderer once
     application = QApplication.instance() or QApplication([sys.argv[0]])
     assert isinstance(application, QApplication)
     application.setApplicationName(TITLE)
