@@ -260,6 +260,10 @@ async def test_page_and_headers(make_app: AppFactory, client_for: Any) -> None:
     csp = page.headers["content-security-policy"]
     assert "default-src 'self'" in csp and "img-src 'self' data: blob:" in csp
     assert page.headers["x-content-type-options"] == "nosniff"
+    missing = await client.get("/api/runs/" + "0" * 32)  # an error response gets them too
+    assert missing.status_code == 404 and missing.headers["x-frame-options"] == "SAMEORIGIN"
+    redoc = await client.get("/redoc")  # loads from a CDN: not under the page's policy
+    assert redoc.headers["referrer-policy"] == "no-referrer" and "content-security-policy" not in redoc.headers
     assert (await client.get("/static/app.js")).status_code == 200
     assert "/api/runs/{run_id}/events" in (await client.get("/openapi.json")).json()["paths"]
 

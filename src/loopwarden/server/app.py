@@ -24,7 +24,7 @@ from .errors import one_line_validation_error
 from .events import RunQueued
 from .jobs import ConfigBuilder, InvalidRun, Job, RunRequest, build_job_config, report_job
 from .runner import QueueFull, Runner
-from .security import COOKIE, require_token, security_headers, token_matches
+from .security import COOKIE, SecurityHeaders, require_token, token_matches
 from .settings import ServerSettings
 from .sse import BadLastEventId, parse_last_event_id, run_event_frames
 from .submissions import allowed_folders, read_submission, resolve_folder, unpack_uploads
@@ -67,7 +67,7 @@ def create_app(
 
     app = FastAPI(title="loopwarden", summary="Report runs as a service", lifespan=lifespan, docs_url=None)
     app.state.settings, app.state.store, app.state.runner = settings, store, runner
-    app.middleware("http")(security_headers)
+    app.add_middleware(SecurityHeaders)
     app.exception_handler(RequestValidationError)(one_line_validation_error)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     mount_docs(app)
