@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from functools import cache
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -37,6 +38,7 @@ json_values = st.recursive(
 )
 
 
+@cache  # built once per type: a new strategy is validated and labelled again at each example's draw
 def _values(annotation: Any) -> st.SearchStrategy[Any]:
     """Values of the field's declared type, or any JSON value."""
     return st.one_of(_typed(annotation), json_values)
