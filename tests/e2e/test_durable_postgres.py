@@ -22,7 +22,6 @@ from durable_kit import (
     HTTP,
     comparable,
     demo_folder,
-    finished,
     fresh_database,
     needs_durable,
     read_log,
@@ -30,6 +29,7 @@ from durable_kit import (
     serve,
     stored_events,
     submit,
+    wait_finished,
     wait_for,
     worker,
 )
@@ -60,9 +60,9 @@ def test_a_killed_worker_is_replaced_and_the_run_repeats_nothing(tmp_path: Path)
         assert run_status(base, run_id) == "running"  # the API process knows nothing went wrong
         (tmp_path / "release").touch()
         with worker(tmp_path / "w2", url) as second:
-            wait_for(lambda: finished(base, run_id), "the run to finish on the new worker", alive=[api, second])
+            wait_finished(base, run_id, "the run to finish on the new worker", alive=[api, second])
             calm_id = submit(base, calm.name)
-            wait_for(lambda: finished(base, calm_id), "the uninterrupted run", alive=[api, second])
+            wait_finished(base, calm_id, "the uninterrupted run", alive=[api, second])
         resumed, uninterrupted = stored_events(base, run_id), stored_events(base, calm_id)
 
     assert resumed[-1]["type"] == "report_finished" and resumed[-1]["status"] == "completed"
@@ -111,7 +111,7 @@ def test_a_paused_approval_survives_a_restart_of_everything(tmp_path: Path, back
             assert decided.status_code == 200 and decided.json()["status"] == "approved"
             again = HTTP.post(f"{base}/api/runs/{run_id}/approvals/{call_id}", json={"decision": "deny"})
             assert again.status_code == 409  # the first decision stands
-            wait_for(lambda: finished(base, run_id), "the approved run to finish", alive=[p for p in (api, work) if p])
+            wait_finished(base, run_id, "the approved run to finish", alive=[p for p in (api, work) if p])
             events = stored_events(base, run_id)
 
     assert events[-1]["type"] == "report_finished" and events[-1]["status"] == "completed"

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from durable_kit import comparable, finished, needs_durable, serve, stored_events, submit, wait_for
+from durable_kit import comparable, needs_durable, serve, stored_events, submit, wait_finished, wait_for
 from openai_server import Reply, ScriptedServer, completion, tool_call, usage
 from reportkit import make_folder, write_png
 
@@ -96,11 +96,11 @@ def test_a_report_killed_while_writing_resumes_without_asking_the_model_again(tm
         before_restart = [digest(b) for b in server.requests]
 
         with serve(state, allowed, job="") as (process, base):
-            wait_for(lambda: finished(base, run_id), "the resumed report to finish", alive=process)
+            wait_finished(base, run_id, "the resumed report to finish", alive=process)
             resumed = stored_events(base, run_id)
             after_restart = [digest(b) for b in server.requests][len(before_restart) :]
             calm_id = submit(base, "calm/data", **settings)
-            wait_for(lambda: finished(base, calm_id), "the uninterrupted report to finish", alive=process)
+            wait_finished(base, calm_id, "the uninterrupted report to finish", alive=process)
             uninterrupted = stored_events(base, calm_id)
             calm_requests = [digest(b) for b in server.requests][len(before_restart) + len(after_restart) :]
 

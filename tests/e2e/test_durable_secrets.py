@@ -15,7 +15,17 @@ import re
 import signal
 from pathlib import Path
 
-from durable_kit import demo_folder, finished, fresh_database, needs_durable, read_log, serve, submit, wait_for, worker
+from durable_kit import (
+    demo_folder,
+    fresh_database,
+    needs_durable,
+    read_log,
+    serve,
+    submit,
+    wait_finished,
+    wait_for,
+    worker,
+)
 
 pytestmark = needs_durable
 
@@ -91,7 +101,7 @@ def test_no_key_in_postgres_and_workers_find_their_own(tmp_path: Path) -> None:
     ):
         ids = [submit(base, given.name, **model_settings(RUN_KEY)), submit(base, from_env.name, **model_settings(None))]
         for run_id in ids:
-            wait_for(lambda: finished(base, run_id), "the run to finish", alive=[api, work])  # noqa: B023
+            wait_finished(base, run_id, "the run to finish", alive=[api, work])
         dump = postgres_dump(url)
 
     assert keys_in(dump) == []
@@ -118,7 +128,7 @@ def test_no_key_in_sqlite_and_a_restarted_server_uses_its_own(tmp_path: Path) ->
     release.touch()
     restarted_env = {"LOOPWARDEN_API_KEY": ENV_KEY, "LOOPWARDEN_BASE_URL": ENDPOINT, "LOOPWARDEN_MODEL": "m"}
     with serve(state, allowed, env=restarted_env) as (process, base):
-        wait_for(lambda: finished(base, run_id), "the resumed run to finish", alive=process)
+        wait_finished(base, run_id, "the resumed run to finish", alive=process)
     assert keys_in(sqlite_files(state)) == [] and holds_pickled_config(sqlite_files(state))
     # Before the kill the run had the key given with it (held in memory); after, the one configured here.
     assert [k["key_sha256"] for k in read_log(tmp_path / "keys.jsonl")] == [digest(RUN_KEY), digest(ENV_KEY)]

@@ -19,6 +19,7 @@ from durable_kit import (
     serve,
     stored_events,
     submit,
+    wait_finished,
     wait_for,
 )
 
@@ -41,10 +42,10 @@ def test_a_killed_server_resumes_the_run_without_repeating_steps(tmp_path: Path)
     (tmp_path / "release").touch()
 
     with serve(state, allowed) as (process, base):
-        wait_for(lambda: finished(base, run_id), "the resumed run to finish", alive=process)
+        wait_finished(base, run_id, "the resumed run to finish", alive=process)
         resumed = stored_events(base, run_id)
         calm_id = submit(base, calm.name)
-        wait_for(lambda: finished(base, calm_id), "the uninterrupted run to finish", alive=process)
+        wait_finished(base, calm_id, "the uninterrupted run to finish", alive=process)
         uninterrupted = stored_events(base, calm_id)
 
     assert resumed[-1]["type"] == "report_finished" and resumed[-1]["status"] == "completed"

@@ -19,7 +19,6 @@ from durable_kit import (
     WAIT_S,
     comparable,
     demo_folder,
-    finished,
     fresh_database,
     log_tail,
     needs_durable,
@@ -28,6 +27,7 @@ from durable_kit import (
     serve,
     stored_events,
     submit,
+    wait_finished,
     wait_for,
     worker,
 )
@@ -93,9 +93,9 @@ def test_the_surviving_worker_takes_over_a_lost_workers_run(tmp_path: Path, loss
             assert "Traceback" not in log_tail(victim)
         assert run_status(base, run_id) == "running"
         (tmp_path / "release").touch()
-        wait_for(lambda: finished(base, run_id), "the survivor to finish the run", alive=[api, survivor])
+        wait_finished(base, run_id, "the survivor to finish the run", alive=[api, survivor])
         calm_id = submit(base, calm.name)
-        wait_for(lambda: finished(base, calm_id), "the uninterrupted run", alive=[api, survivor])
+        wait_finished(base, calm_id, "the uninterrupted run", alive=[api, survivor])
         resumed, uninterrupted = stored_events(base, run_id), stored_events(base, calm_id)
 
     assert resumed[-1]["type"] == "report_finished" and resumed[-1]["status"] == "completed"
