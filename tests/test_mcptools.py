@@ -4,7 +4,8 @@ stdio and streamable HTTP, the sync entry.
 
 The tests that only list and call tools which leave the server as it was share one stdio server
 (`plain_toolbox`, held through the sync entry on a loop of its own, so each test's loop calls it
-from outside): each start imports the MCP SDK in a new Python, about 1.3 s of CPU."""
+from outside): each start is a process of its own (forked by tests/mcpkit.py's zygote, a few ms of
+CPU; it was a new Python importing the MCP SDK, about 1.3 s)."""
 
 from __future__ import annotations
 

@@ -5,9 +5,10 @@ tool stopped by the ladder, a destructive tool pausing for approval, and a tool 
 holds the wire separator `__`.
 
 Tests that only call tools which leave the server as it was share one server of each kind (stdio,
-HTTP, the 200-tool catalogue) for the module: each start imports the MCP SDK in a new Python
-(about 1.3 s of CPU), and 12 starts were most of this module's CPU. A server that dies in its test
-is its own. The module's tests run on one event loop, so the shared connections stay on theirs.
+HTTP, the 200-tool catalogue) for the module: each start was a new Python importing the MCP SDK
+(about 1.3 s of CPU; tests/mcpkit.py forks them now), and 12 starts were most of this module's
+CPU. A server that dies in its test is its own. The module's tests run on one event loop, so the
+shared connections stay on theirs.
 """
 
 from __future__ import annotations
