@@ -29,6 +29,7 @@ SHARED_SETUP_GROUPS: dict[str, tuple[str, ...]] = {
         "e2e/test_desktop_app.py",
         "test_desktop_focus.py",
         "e2e/test_proxy_fidelity.py",
+        "e2e/test_durable_takeover.py",
         "e2e/test_server_bad_input.py",
         "e2e/test_web_page.py",
         "e2e/test_web_timeline.py",
