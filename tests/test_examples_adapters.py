@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from helpers import require_module
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -20,21 +20,21 @@ def run_example(name: str) -> str:
 
 
 def test_the_langchain_example_stops_the_stuck_model() -> None:
-    pytest.importorskip("langchain.agents.middleware")
+    require_module("langchain.agents.middleware")
     out = run_example("langchain_guard.py")
     assert "the file was read 1 time(s)" in out
     assert "stop_reason=repeated_call" in out
 
 
 def test_the_openai_agents_example_stops_the_stuck_model() -> None:
-    pytest.importorskip("agents.models._run_context")
+    require_module("agents.models._run_context")
     out = run_example("openai_agents_guard.py")
     assert "the file was read 1 time(s)" in out
     assert "stop_reason=repeated_call" in out
 
 
 def test_the_pydantic_ai_example_stops_the_stuck_model() -> None:
-    pytest.importorskip("pydantic_ai.capabilities")
+    require_module("pydantic_ai.capabilities")
     out = run_example("pydantic_ai_guard.py")
     assert "the file was read 1 time(s)" in out
     assert "stop_reason=repeated_call" in out
