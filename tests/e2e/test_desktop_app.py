@@ -52,6 +52,20 @@ def display() -> Iterator[str]:
     yield from xvfb_display()
 
 
+@pytest.fixture(scope="module")
+def window(tmp_path_factory: pytest.TempPathFactory, display: str) -> Iterator[App]:
+    """One window for the two tests that need a window, not a launch of their own (a second window
+    beside it; closing mid-run, which closes it and so comes last in this file): each launch of Qt
+    WebEngine is 1.5-2.5 s of CPU. The launch itself is the first test's, twice over. Its folder is
+    picked once (by the last test): a second pick in one window did not take the typed path (twice)."""
+    tmp = tmp_path_factory.mktemp("window")
+    app = App(tmp, display, tmp / "state")
+    try:
+        yield app
+    finally:
+        app.kill()
+
+
 def _start_run(app: App) -> str:
     app.click("start")
     return str(
@@ -135,16 +149,23 @@ def test_the_app_runs_the_example_end_to_end_and_closes_leaving_nothing(tmp_path
         again.kill()
 
 
+def _paused_at_the_first_figure(app: App, data: Path) -> str:
+    """`data` picked (the window's first pick), approve figure code ticked, a run started and paused
+    at its first figure; the run's id."""
+    app.pick_folder(data)
+    assert app.js("(() => { document.querySelector('[name=approve_code]').checked = true; return true; })()")
+    run_id = _start_run(app)
+    app.wait_js("the first approval", "!document.getElementById('approvals-card').hidden", RUN_S)
+    return run_id
+
+
 def test_a_folder_that_vanishes_mid_run_ends_in_a_clear_state(tmp_path: Path, display: str) -> None:
     """The run pauses at its first figure (approve figure code), the folder is deleted, the figure is
     approved: the run ends with a state that says so, and the window goes on working."""
     data, state = copy_example(tmp_path, screenshot=False), tmp_path / "state"
     app = App(tmp_path, display, state)
     try:
-        app.pick_folder(data)
-        assert app.js("(() => { document.querySelector('[name=approve_code]').checked = true; return true; })()")
-        _start_run(app)
-        app.wait_js("the first approval", "!document.getElementById('approvals-card').hidden", RUN_S)
+        _paused_at_the_first_figure(app, data)
         shutil.rmtree(data)
 
         def decide_all() -> str | None:
@@ -166,24 +187,6 @@ def test_a_folder_that_vanishes_mid_run_ends_in_a_clear_state(tmp_path: Path, di
         app.kill()
 
 
-def test_closing_mid_run_cancels_the_run_and_keeps_it(tmp_path: Path, display: str) -> None:
-    """A run waits at its first figure; the close button ends the app cleanly: the run is cancelled
-    (its events kept, `cancelled` in the store), the server stopped, no process left."""
-    data, state = copy_example(tmp_path, screenshot=False), tmp_path / "state"
-    app = App(tmp_path, display, state)
-    try:
-        app.pick_folder(data)
-        assert app.js("(() => { document.querySelector('[name=approve_code]').checked = true; return true; })()")
-        run_id = _start_run(app)
-        app.wait_js("the first approval", "!document.getElementById('approvals-card').hidden", RUN_S)
-        _closes_leaving_nothing(app)
-        assert "loopwarden: cancelled 1 run(s) as the window closed" in app.stderr()
-    finally:
-        app.kill()
-    record = RunStore(state / "runs.db").get_run(run_id)
-    assert record.status == "cancelled" and record.message == "cancelled by request" and record.last_seq > 5
-
-
 def test_without_a_display_one_line_points_to_serve(tmp_path: Path, display: str) -> None:
     unused = f":{int(display[1:]) + 50}"
     for env_display in (None, unused):
@@ -195,18 +198,26 @@ def test_without_a_display_one_line_points_to_serve(tmp_path: Path, display: str
     assert not (tmp_path / "state").exists() or not any((tmp_path / "state").iterdir())
 
 
-def test_two_processes_never_share_a_port(tmp_path: Path, display: str) -> None:
+def test_two_processes_never_share_a_port(tmp_path: Path, display: str, window: App) -> None:
     """Two run stores, two windows at once: each on its own port, both answering."""
-    first = App(tmp_path, display, tmp_path / "one", name="one")
+    first = window
+    second = App(tmp_path, display, tmp_path / "two", name="two")
     try:
-        second = App(tmp_path, display, tmp_path / "two", name="two")
-        try:
-            assert first.url != second.url
-            assert second.js("document.body.dataset.desktop") == "ready"
-            assert first.js("document.body.dataset.desktop") == "ready"
-            _closes_leaving_nothing(second)
-        finally:
-            second.kill()
-        _closes_leaving_nothing(first)
+        assert first.url != second.url
+        assert second.js("document.body.dataset.desktop") == "ready"
+        assert first.js("document.body.dataset.desktop") == "ready"
+        _closes_leaving_nothing(second)
     finally:
-        first.kill()
+        second.kill()
+    assert first.process.poll() is None and first.js("document.body.dataset.desktop") == "ready"
+
+
+def test_closing_mid_run_cancels_the_run_and_keeps_it(tmp_path: Path, window: App) -> None:
+    """A run waits at its first figure; the close button ends the app cleanly: the run is cancelled
+    (its events kept, `cancelled` in the store), the server stopped, no process left."""
+    app = window
+    run_id = _paused_at_the_first_figure(app, copy_example(tmp_path, screenshot=False))
+    _closes_leaving_nothing(app)
+    assert "loopwarden: cancelled 1 run(s) as the window closed" in app.stderr()
+    record = RunStore(app.state / "runs.db").get_run(run_id)
+    assert record.status == "cancelled" and record.message == "cancelled by request" and record.last_seq > 5
