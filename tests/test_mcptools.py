@@ -19,9 +19,9 @@ import pytest
 
 from loopwarden import RetryPolicy, ToolRegistry, ToolResult
 from loopwarden.executor import Executor, validate_arguments
-from loopwarden.tools.mcp import MCPConnectionError, MCPTools, namespace_of
+from loopwarden.tools.mcp import MCPConnectionError, MCPTools, namespace_of, python_server
 from loopwarden.tools.mcp_results import SERVER_GONE
-from mcpkit import gone_within, silent_listener, silent_stdio, toolbox, toolbox_http, watchdog
+from mcpkit import TOOLBOX, gone_within, silent_listener, silent_stdio, toolbox, toolbox_http, watchdog
 
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.usefixtures(watchdog.__name__)]
 
@@ -129,7 +129,9 @@ async def test_streamable_http_lists_calls_and_sees_the_server_die() -> None:
 
 
 def test_the_sync_entry_holds_the_connection_on_its_own_loop() -> None:
-    with toolbox() as server:
+    # Started by `python_server`, as a user starts a Python server (a new interpreter, not the zygote's
+    # fork): the public helper's one end-to-end use in the suite.
+    with python_server(TOOLBOX, "stdio") as server:
         # each asyncio.run is a new loop (as agent.run_sync makes one): calls cross to the connection's
         first = asyncio.run(server.call("get_weather", {"city": "Oslo"}))
         second = asyncio.run(server.call("get_weather", {"city": "Rome"}))
