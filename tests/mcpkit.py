@@ -12,6 +12,7 @@ import atexit
 import faulthandler
 import os
 import selectors
+import shutil
 import socket
 import subprocess
 import sys
@@ -97,13 +98,14 @@ def _launch() -> list[str]:
             process.kill()
             process.wait()
             raise RuntimeError(f"the MCP zygote did not start (exit code {process.poll()})")
-        atexit.register(_stop_zygote, process)
+        atexit.register(_stop_zygote, process, Path(socket_path).parent)
         _zygotes.append((process, socket_path))
     return ["-I", "-S", LAUNCH, _zygotes[0][1]]
 
 
-def _stop_zygote(process: subprocess.Popen[str]) -> None:
-    """Close its stdin and wait: it waits for its watchers first (mcp_servers/zygote.py LAST_WAIT_S)."""
+def _stop_zygote(process: subprocess.Popen[str], folder: Path) -> None:
+    """Close its stdin and wait: it waits for its watchers first (mcp_servers/zygote.py LAST_WAIT_S).
+    Then remove its socket's folder (each test process left one in the temporary directory)."""
     assert process.stdin is not None
     process.stdin.close()
     try:
@@ -111,6 +113,7 @@ def _stop_zygote(process: subprocess.Popen[str]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _ready_line(process: subprocess.Popen[str], stdout: Any, prefix: str) -> str | None:
