@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import loopwarden.models.scripted as scripted
-from loopwarden import Agent, Budgets, FunctionModel, LoopConfig, RunResult, ToolCall, tool
+from loopwarden import Agent, Budgets, FunctionModel, LoopConfig, ModelReply, RunResult, ToolCall, Usage, tool
 from loopwarden.events import Event, GuardVerdict, ModelCalled, RunFinished, ToolCallFinished, ToolCallProposed
 from loopwarden.guard.fingerprint import args_hash
 from loopwarden.hotpath.kept import KeptEvents
@@ -145,3 +145,28 @@ def test_a_run_of_its_own_calls_keeps_what_the_model_sent() -> None:
     result = Agent(FunctionModel(lambda r: next(replies)), [read]).run_sync("x")
     (proposed,) = [e for e in result.events if isinstance(e, ToolCallProposed)]
     assert proposed.call_id != "x" and proposed.raw_arguments == '{"path": "a"}'
+
+
+def test_a_reply_object_handed_back_again_changed_is_told_as_each_step_saw_it() -> None:
+    """A model may hand back one `ModelReply` object again, changed: each kept `model_called`
+    says what that step's reply said (its values are taken when the step keeps the event, not
+    when the events are built after the run)."""
+    reply = ModelReply(text="-", tool_calls=[call("read", {"path": "-"})], usage=Usage(prompt_tokens=1))
+    steps = itertools.count()
+
+    def model(request: Any) -> Any:
+        step = next(steps)
+        if step == 2:
+            return "done"
+        reply.text, reply.usage = f"step {step}", Usage(prompt_tokens=step + 10)
+        reply.tool_calls = [call("read", {"path": f"p{step}"})]
+        return reply
+
+    result = Agent(FunctionModel(model), [read]).run_sync("x")
+    assert type(result.__dict__["_events"]) is KeptEvents
+    called = [e for e in result.events if isinstance(e, ModelCalled)]
+    assert [(e.text, e.usage.prompt_tokens, e.n_tool_calls) for e in called] == [
+        ("step 0", 10, 1),
+        ("step 1", 11, 1),
+        ("done", 10, 0),
+    ]

@@ -14,11 +14,10 @@ import pytest
 from durable_kit import fresh_database
 from loopwarden import Agent, Budgets, FunctionModel, LoopConfig, ModelReply, Usage, tool
 from loopwarden.events import Event, GuardVerdict, ModelCalled, ToolCallFinished, ToolCallProposed, UnknownEvent
-from loopwarden.hotpath.kept import KeptEvents, Later, _built
+from loopwarden.hotpath.kept import KeptEvents
 from loopwarden.models.scripted import call
 from loopwarden.trace import rows
 from loopwarden.trace.exchanges import exchange_rows
-from loopwarden.trace.lines import event_lines
 from loopwarden.trace.store import RunStore
 from loopwarden.trace.writer import MAX_BATCH
 from test_kept_events import _deterministic, _same
@@ -211,22 +210,6 @@ def test_a_cancelled_traced_run_keeps_every_event_it_told(tmp_path: Path) -> Non
     assert kinds.count("model_called") == 2 and kinds.count("tool_call_finished") == 2
     assert [row.seq for row in store.event_rows("c")] == list(range(1, len(kinds) + 1))
     assert store.get_run("c").status == "cancelled"
-
-
-def test_a_kept_dict_holding_a_value_made_later_is_written_with_it_made() -> None:
-    """An untraced run's dicts may hold `Later` values; a traced run's do not (its stamper's
-    `later` is off), but one that does is still written right, and keeps the value made."""
-    from loopwarden.guard.fingerprint import args_hash
-
-    values = {
-        "type": "tool_call_proposed", "run_id": "r", "seq": 3, "ts": 1.5, "turn": 1, "call_id": "c1",
-        "tool": "read", "arguments": {"path": ODD}, "args_hash": Later(args_hash, {"path": ODD}),
-        "raw_arguments": None, "repaired": None,
-    }  # fmt: skip
-    kept = (ToolCallProposed, values, ("type",))
-    line = event_lines([kept])
-    assert values["args_hash"] == args_hash({"path": ODD})  # made once, kept for the build
-    assert line == _built(ToolCallProposed, dict(values), ("type",)).to_json()
 
 
 def _note(run_id: str, n: int) -> Event:

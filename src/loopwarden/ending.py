@@ -13,6 +13,7 @@ from .config import ASSEMBLED_MARK, NO_CALLS_REQUEST, WRAP_UP_REQUEST
 from .events import (
     Event,
     GuardVerdict,
+    Head,
     ModelCalled,
     ModelFailed,
     NudgeInjected,
@@ -28,7 +29,7 @@ from .guard.budget import HARD_BUDGET_REASONS
 from .guard.ladder import Finding, Rung
 from .guard.repetition import ChantInStream, StreamWatch, chant
 from .hotpath.trusted import in_order
-from .models.base import ModelError, ModelReply, ModelRequest, ToolChoice, Usage
+from .models.base import ClientNote, ModelError, ModelReply, ModelRequest, ToolChoice, Usage
 from .proposals import Proposal
 from .verify import first_failure, reinforcement
 
@@ -233,43 +234,85 @@ def _charge(run: Run, attempts: int, usage: Usage) -> None:
 
 
 def model_event(run: Run, reply: ModelReply) -> Event | None:
-    """The call's `model_called`; None when the run keeps it as its dict (`EventStamper.record`)."""
-    kind, run_id, seq, ts = run.stamp.head(ModelCalled)
+    """The call's `model_called`; None when the run keeps it (`EventStamper.keep`)."""
     r = reply.__dict__  # read once (each attribute of a pydantic instance goes through its `__getattr__` hook)
-    return run.stamp.record(
+    # the reply's values as they are now (a model may hand back one reply object again, changed)
+    return run.stamp.keep(
         ModelCalled,
-        {
-            "type": kind,
-            "run_id": run_id,
-            "seq": seq,
-            "ts": ts,
-            "turn": run.turn,
-            "model": r["model"] or run.agent.model.name,
-            "tools_offered": run.last_offered,
-            "n_tools_offered": len(run.last_offered),
-            "tool_choice": run.last_choice,
-            "usage": r["usage"],
-            "text": r["text"],
-            "n_tool_calls": len(r["tool_calls"]),
-            "duration_ms": run.last_call_ms,
-            "notes": r["notes"],
-            "attempts": r["attempts"],
-        },
+        model_called_values,
+        run.turn,
+        r["model"] or run.agent.model.name,
+        run.last_offered,
+        run.last_choice,
+        r["usage"],
+        r["text"],
+        len(r["tool_calls"]),
+        run.last_call_ms,
+        r["notes"],
+        r["attempts"],
     )
 
 
+def model_called_values(
+    head: Head,
+    turn: int,
+    model: str | None,
+    offered: list[str],
+    choice: ToolChoice | None,
+    usage: Usage,
+    text: str | None,
+    n_tool_calls: int,
+    duration_ms: float,
+    notes: list[ClientNote],
+    attempts: int,
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Every `model_called` field in field order, and the names given as defaults."""
+    kind, run_id, seq, ts = head
+    values = {
+        "type": kind,
+        "run_id": run_id,
+        "seq": seq,
+        "ts": ts,
+        "turn": turn,
+        "model": model,
+        "tools_offered": offered,
+        "n_tools_offered": len(offered),
+        "tool_choice": choice,
+        "usage": usage,
+        "text": text,
+        "n_tool_calls": n_tool_calls,
+        "duration_ms": duration_ms,
+        "notes": notes,
+        "attempts": attempts,
+    }
+    return values, _TYPE
+
+
 def proposed_event(run: Run, p: Proposal) -> Event | None:
-    """The call's `tool_call_proposed`; None when the run keeps it as its dict (`EventStamper.record`)."""
-    stamp = run.stamp
-    fields = p.proposed_fields(run.turn, stamp.head(ToolCallProposed), stamp.later)
-    return stamp.record(ToolCallProposed, fields)
+    """The call's `tool_call_proposed`; None when the run keeps it (`EventStamper.keep`)."""
+    return run.stamp.keep(ToolCallProposed, proposed_values, p, run.turn)
+
+
+def proposed_values(head: Head, p: Proposal, turn: int) -> tuple[dict[str, Any], tuple[str, ...]]:
+    return p.proposed_fields(turn, head), _TYPE
 
 
 def verdict_event(run: Run, p: Proposal) -> Event | None:
-    """The call's `guard_verdict`; None when the run keeps it as its dict (`EventStamper.record`)."""
-    fields = p.verdict_fields(run.turn, run.stamp.head(GuardVerdict))
+    """The call's `guard_verdict`; None when the run keeps it (`EventStamper.keep`)."""
+    return run.stamp.keep(GuardVerdict, verdict_values, p, run.turn)
+
+
+def verdict_values(head: Head, p: Proposal, turn: int) -> tuple[dict[str, Any], tuple[str, ...]]:
+    fields = p.verdict_fields(turn, head)
     # evidence is given only when there is some (else the default)
-    return run.stamp.record(GuardVerdict, fields, _TYPE if fields["evidence"] else _TYPE_EVIDENCE)
+    return fields, _TYPE if fields["evidence"] else _TYPE_EVIDENCE
+
+
+def finished_values(
+    head: Head, p: Proposal, turn: int, checklist_done: list[str], content: str
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Every `tool_call_finished` field in field order (`Run._finish`), and the names given as defaults."""
+    return p.result_fields(turn, head, checklist_done, content), _TYPE
 
 
 _TYPE, _TYPE_EVIDENCE = ("type",), ("type", "evidence")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -338,8 +338,9 @@ class EventStamper:
         """Set by a run nobody watches as it goes (`Agent.run`): the events `record` is given are
         kept here as their dicts, with those yielded, and built when read (hotpath/kept.py)."""
         self.later = False
-        """Whether a kept dict may hold a value made only when the event is built (`Later`): when
-        nobody reads the dicts before then (untraced `Agent.run`; a store writes them at once)."""
+        """Whether `keep` may keep what an event's dict is made from, to make it when the event is
+        built: when nobody reads the kept events before then (untraced `Agent.run`; a traced
+        run's recorder writes the dicts at its next commit)."""
         self.kept_most = sys.maxsize
         """`record` keeps no dict once `kept` holds this many: the event is built and yielded (a
         traced run's recorder ends a batch at an event it sees: trace/recorder.py)."""
@@ -380,6 +381,24 @@ class EventStamper:
             kept.append((cls, values, unset))
             return None
         return in_order(cls, values, unset)
+
+    def keep(
+        self, cls: type[E], make: Callable[..., tuple[dict[str, Any], tuple[str, ...]]], *made_from: Any
+    ) -> E | None:
+        """The next event of `cls`: `record(cls, *make(head, *made_from))`, `make` giving the dict
+        and its `unset` from the event's `head` (its four fields, taken now). In a run whose kept
+        events are built only when read (`later`), the dict is made then too: the head's values,
+        `make` and what it is made from are kept instead, so a step pays neither for its events'
+        dicts nor for gathering their fields. What `make` reads must not change after this call (a
+        step's reply, its proposal once checked, its result once settled: tests/test_kept_events.py)."""
+        self._seq += 1
+        kind, seq, ts = _tags.get(cls) or _tag(cls), self._seq, time.time()
+        kept = self.kept
+        if self.later and kept is not None and len(kept) < self.kept_most:
+            kept.append((cls, make, kind, self.run_id, seq, ts, *made_from))
+            return None
+        values, unset = make((kind, self.run_id, seq, ts), *made_from)
+        return self.record(cls, values, unset)
 
     @property
     def last_seq(self) -> int:

@@ -29,6 +29,7 @@ from .ending import (
     final_answer,
     finish_with_answer,
     finished,
+    finished_values,
     model_event,
     phase_event,
     proposed_event,
@@ -160,7 +161,7 @@ class Run:
                 if reply is None:
                     check_budgets(self)
                     reply = await call_model(self, self._offered_now(), self._choice_now())
-                    if (called := model_event(self, reply)) is not None:  # None: kept as its dict
+                    if (called := model_event(self, reply)) is not None:  # None: kept (EventStamper.keep)
                         yield called
                     for event in apply_findings(self) if self._on_text(reply) else ():  # text flagged: steer
                         yield event
@@ -182,18 +183,22 @@ class Run:
                     # _steer do for it, in their order): no generator, coroutine or list of its own.
                     turn, tool = self.turn, p.tool
                     assert tool is not None and p.validated is not None
-                    if (proposed := proposed_event(self, p)) is not None:  # None: kept as its dict
+                    if (proposed := proposed_event(self, p)) is not None:  # None: kept (EventStamper.keep)
                         yield proposed
                     if (verdict := verdict_event(self, p)) is not None:
                         yield verdict
                     if self._hooks["on_calls"]:
                         self._observe("on_calls", [p.shown_record(self._reuse)])
-                    token = current_context.set(RunContext(self.deps, self.run_id, turn))
-                    try:
+                    if tool.context_arg is None:  # the context is read only for a tool that takes it
                         done = self.executor.run_inline(tool, p.validated)
                         execution = done if isinstance(done, Execution) else await done
-                    finally:
-                        current_context.reset(token)
+                    else:
+                        token = current_context.set(RunContext(self.deps, self.run_id, turn))
+                        try:
+                            done = self.executor.run_inline(tool, p.validated)
+                            execution = done if isinstance(done, Execution) else await done
+                        finally:
+                            current_context.reset(token)
                     self._executed(p, execution)
                     finished_event, record = self._finish(p)
                     if finished_event is not None:
@@ -252,7 +257,7 @@ class Run:
         return proposals
 
     def _proposed(self, proposals: list[Proposal]) -> Iterator[Event]:
-        for p in proposals:  # each None when the run keeps it as its dict (EventStamper.record)
+        for p in proposals:  # each None when the run keeps it (EventStamper.keep)
             if (proposed := proposed_event(self, p)) is not None:
                 yield proposed
             if (verdict := verdict_event(self, p)) is not None:
@@ -275,14 +280,13 @@ class Run:
 
     def _finish(self, p: Proposal) -> tuple[Event | None, CallRecord]:
         """A call's result into the history and the state: its `tool_call_finished` (None when the
-        run keeps it as its dict: `EventStamper.record`) and record."""
+        run keeps it: `EventStamper.keep`) and record."""
         assert p.result is not None
         content = p.result.to_model_content()
         self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": content})
         record = p.result_record()
         done = self.state.add(record)
-        head = self.stamp.head(ToolCallFinished)
-        return self.stamp.record(ToolCallFinished, p.result_fields(self.turn, head, done, content)), record
+        return self.stamp.keep(ToolCallFinished, finished_values, p, self.turn, done, content), record
 
     def _settle(self, records: list[CallRecord]) -> None:
         """After a turn's results: the novelty clock, the ladder, then the detectors see them."""

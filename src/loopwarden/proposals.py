@@ -20,7 +20,6 @@ from .guard.fingerprint import canonical_json, hash_of_canonical
 from .guard.ladder import Finding, Rung
 from .guard.repeat import DETECTOR, RepeatDecision, RepeatGuard, repeat_notice
 from .hotpath.fastjson import json_object
-from .hotpath.kept import Later
 from .models.arguments import Parsed, parse_arguments
 from .models.base import ToolCall
 from .policy.permissions import refusal
@@ -111,9 +110,8 @@ class Proposal:
         shown.result, shown.executed, shown.cached = self.result, self.attempts > 0, self.cached
         return shown
 
-    def proposed_fields(self, turn: int, head: Head, later: bool = False) -> dict[str, Any]:
-        """Every `tool_call_proposed` field in field order, the four every event has from `head`;
-        `later`: for an event kept as its dict, `args_hash` hashed when it is built (hotpath/kept.py)."""
+    def proposed_fields(self, turn: int, head: Head) -> dict[str, Any]:
+        """Every `tool_call_proposed` field in field order, the four every event has from `head`."""
         call = self.call.__dict__  # read once (a pydantic instance's attributes go through its `__getattr__` hook)
         kind, run_id, seq, ts = head
         return {
@@ -125,7 +123,7 @@ class Proposal:
             "call_id": call["id"],
             "tool": call["name"],
             "arguments": self.arguments,
-            "args_hash": Later(hash_of_canonical, self.canonical) if later else self.args_hash,
+            "args_hash": self.args_hash,
             "raw_arguments": call["arguments"],
             "repaired": self.repair,
         }

@@ -1,20 +1,21 @@
-"""A run's events kept as their dicts while nobody watches the run, built when they are read.
+"""A run's events kept while nobody watches the run, built when they are read.
 
 `Agent.run` (and `run_sync`, `stream_text`) without a tracer hands no event to anyone while the
 run goes: the events are only read afterwards, from `RunResult.events`. Such a run sets its
-stamper's `kept` list; the loop's per-step events (`EventStamper.record`) are then kept there
-as the dict `in_order` would have made the event from (a value made only for the event, as the
-proposal's `args_hash`, kept as what it is made of: `Later`), next to the events yielded (run start,
-findings, the ending, ...) in the order they were made, and the list of events is built on the
-first read of `result.events` by the same `in_order` call with the same dict: equal events,
-the same ids, numbers and times (taken when the event was made), about a tenth of a step less.
+stamper's `kept` list and `later`; the loop's per-step events (`EventStamper.keep`) are then kept
+there as what their dicts are made from (the head's values, taken when the event was made, the
+function that makes the dict and its `unset`, and the step's reply or proposal it reads), next to
+the events yielded (run start, findings, the ending, ...) in the order they were made; the list of
+events is built on the first read of `result.events`: each dict made then and the event built from
+it by the same `in_order` call as a streamed run's: equal events, the same ids, numbers and times.
+A traced run's recorder keeps `(class, dict, unset)` instead (the dict made at once: it is stored
+at the next commit; `EventStamper.record`).
 
 tests/test_kept_events.py compares a run's kept events with the same run's events built at once.
 """
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any, TypeAlias, Union, overload
 
 from .trusted import in_order
@@ -23,33 +24,24 @@ if TYPE_CHECKING:
     from ..events import Event
 
 Kept: TypeAlias = "tuple[type[Event], dict[str, Any], tuple[str, ...]]"
-"""A kept event: its class, the dict `in_order` builds it from, the names given as defaults."""
+"""A kept event: its class, the dict `in_order` builds it from, the names given as defaults. (An
+untraced run's are `(class, make, type, run_id, seq, ts, *made_from)`: `EventStamper.keep`.)"""
 Told: TypeAlias = Union["Event", Kept]  # a string forward reference cannot use |
 """What a run that keeps its step events tells: an event, or a kept one (trace/lines.py writes either)."""
 
 
-class Later(partial[Any]):
-    """A kept event's value made from what it is made of only when the event is built (the
-    proposal's `args_hash`, a SHA-256 of its canonical JSON, a string that never changes)."""
-
-    __slots__ = ()
-
-
-def settle(values: dict[str, Any]) -> dict[str, Any]:
-    """A kept dict with its `Later` values made, in place (the event built from it, or its JSON
-    written from it, then has the same)."""
-    for name in [name for name, value in values.items() if type(value) is Later]:
-        values[name] = values[name]()
-    return values
-
-
-def _built(cls: type[Event], values: dict[str, Any], unset: tuple[str, ...]) -> Event:
-    return in_order(cls, settle(values), unset)
+def _built(cls: type[Event], values: Any, *rest: Any) -> Event:
+    if type(values) is dict:
+        (unset,) = rest
+    else:  # kept as the head's values, the function that makes the dict, what it makes it from (EventStamper.keep)
+        kind, run_id, seq, ts, *made_from = rest
+        values, unset = values((kind, run_id, seq, ts), *made_from)
+    return in_order(cls, values, unset)
 
 
 class KeptEvents:
-    """A run's events in order: each an `Event`, or a `(class, dict, unset)` to build one from
-    (each dict becomes its event's own: built once, whoever holds these asks)."""
+    """A run's events in order: each an `Event`, or a kept one to build it from (`Kept`, or what
+    `EventStamper.keep` keeps; each dict becomes its event's own: built once, whoever holds these asks)."""
 
     __slots__ = ("events", "items")
 

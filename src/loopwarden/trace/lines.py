@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic_core import PydanticSerializationError, SchemaSerializer, core_schema
+from pydantic_core import SchemaSerializer, core_schema
 
 from ..events import Event
-from ..hotpath.kept import Kept, Later, Told, settle
+from ..hotpath.kept import Kept, Told
 from ..hotpath.trusted import in_order
 
 _TO_JSON, _MODEL_DUMP_JSON = Event.to_json, BaseModel.model_dump_json
@@ -108,25 +108,7 @@ def _given_the_instance(schema: Any) -> bool:
 def _built_json(cls: type[Event], values: dict[str, Any], unset: tuple[str, ...]) -> str:
     """A kept event's `to_json()` where its dict is not written as it is (a class that writes its
     own JSON, a dict without every field): the event built on a copy of its dict."""
-    return in_order(cls, dict(settle(values)), unset).to_json()
-
-
-def _written(write: Any, values: dict[str, Any]) -> bytes:
-    """`write(values)`. A traced run's dicts hold no `Later` (its stamper's `later` is off): one
-    that does fails to serialise and is settled then, so no value of the dict is looked at
-    otherwise (a look at each was ~6,700 instructions an event, about what keeping it saves)."""
-    try:
-        return write(values)  # type: ignore[no-any-return]
-    except PydanticSerializationError as error:
-        return _settled(write, values, error)
-
-
-def _settled(write: Any, values: dict[str, Any], error: PydanticSerializationError) -> bytes:
-    """After `write(values)` failed with `error`: the dict written with its `Later` values made,
-    or `error` when it holds none."""
-    if not any(type(value) is Later for value in values.values()):
-        raise error
-    return write(settle(values))  # type: ignore[no-any-return]
+    return in_order(cls, dict(values), unset).to_json()
 
 
 def _kept_line(kept: Kept) -> bytes | str:
@@ -136,7 +118,7 @@ def _kept_line(kept: Kept) -> bytes | str:
     cls, values, unset = kept
     found = _DICT_WRITERS[cls] if cls in _DICT_WRITERS else _dict_writer_of(cls)
     if found is not None and len(values) == found[1]:
-        return _written(found[0], values)
+        return found[0](values)  # type: ignore[no-any-return]
     return _built_json(cls, values, unset)
 
 
@@ -154,7 +136,7 @@ def numbered(items: Sequence[Told], run_id: str, first: int) -> list[Told]:
         if type(item) is tuple:
             cls, values, unset = item
             if values["seq"] != seq or values["run_id"] != run_id:
-                item = (cls, {**settle(values), "seq": seq, "run_id": run_id}, unset)
+                item = (cls, {**values, "seq": seq, "run_id": run_id}, unset)
         else:
             event: Event = item  # type: ignore[assignment]
             if event.seq != seq or event.run_id != run_id:
@@ -190,10 +172,7 @@ def event_parts(events: Sequence[Told]) -> list[bytes] | None:
             kind, values, unset = kept
             found = dict_writers[kind] if kind in dict_writers else _dict_writer_of(kind)
             if found is not None and len(values) == found[1]:
-                try:
-                    parts.append(found[0](values))
-                except PydanticSerializationError as error:
-                    parts.append(_settled(found[0], values, error))
+                parts.append(found[0](values))
                 continue
             line = _built_json(kind, values, unset)
         else:
