@@ -40,6 +40,11 @@ QUEUE_POLL_S = 0.5
 """How often a worker asks the database for queued runs (DBOS's default is 1 s): a run waits up to
 this long to start. Each poll is a few queries: at 0.1 s an idle worker used twice the CPU (0.055
 against 0.027 s a second), asking the shared database five times as often."""
+NOTIFY_COALESCE_S = 0.2
+"""How often DBOS's notifier thread wakes to push coalesced NOTIFYs for workflow events and
+streams (DBOS's default is 0.01 s). loopwarden uses neither (approvals are send/recv, which
+notify on their own), and at 100 wake-ups a second the thread alone cost an idle process 5-7 ms
+of CPU a second; a job that does use DBOS events sees them up to this much later."""
 WORKER_SLOT_LOCK = 0x6C77_0000
 MAX_WORKER_SLOTS = 4096
 SWEEP_S = 2.0
@@ -98,6 +103,7 @@ def launch(
             "executor_id": executor_id,
             "application_version": APP_VERSION,
             "log_level": "WARNING",
+            "notification_coalesce_sec": NOTIFY_COALESCE_S,
         }
     )
     if not executes_runs:
