@@ -105,3 +105,28 @@ def test_text_with_a_nul_is_kept_on_postgres_as_a_replacement_character() -> Non
         assert (approval.tool, approval.reason) == ("wr\ufffdite", "needs\ufffd a person")
         assert approval.arguments == {"x": "\x00"}
         store.close()
+
+
+def test_a_final_status_is_announced_like_a_commit_of_events() -> None:
+    """A run's final status is set after its terminal event, so the terminal event's NOTIFY can
+    wake an API process's stream before the row is final: the final status is announced too
+    (and only it: a run paused or resumed wakes nobody), so the stream ends without polling."""
+    import psycopg
+
+    from loopwarden.trace.pgstore import EVENTS_CHANNEL
+
+    with fresh_database() as url, psycopg.connect(url, autocommit=True) as listener:
+        store = PostgresRunStore(url)
+        run = store.create_run()
+        listener.execute(f"LISTEN {EVENTS_CHANNEL}")
+        store.set_status(run.id, "running")
+        store.set_status(run.id, "paused")
+        store.set_status(run.id, "completed")
+        listener.execute(f"NOTIFY {EVENTS_CHANNEL}, 'marker'")  # delivered after all the above
+        payloads = []
+        for note in listener.notifies(timeout=60):
+            payloads.append(note.payload)
+            if note.payload == "marker":
+                break
+        assert payloads == [run.id, "marker"]
+        store.close()

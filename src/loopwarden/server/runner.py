@@ -39,6 +39,9 @@ class RunSignals:
     """Wakes SSE streams when a run has new events. A waiter is taken *before* reading the
     store, so an event committed between the read and the wait still wakes it."""
 
+    poll_s = 1.0
+    """How long a stream waits for a wake-up before it reads the store anyway (sse.py)."""
+
     def __init__(self) -> None:
         self._events: dict[str, asyncio.Event] = {}
 

@@ -6,7 +6,8 @@ as SQLite writers do under `BEGIN IMMEDIATE`, except event appends, which lock o
 row, so "read last_seq, insert last_seq + 1" stays gap- and duplicate-free across processes
 while runs proceed in parallel; `REAL` columns become `DOUBLE PRECISION` (Postgres's
 `REAL` is four bytes, too coarse for timestamps); each committed event is announced with
-`NOTIFY loopwarden_events, '<run id>'` so API processes wake their SSE streams without polling.
+`NOTIFY loopwarden_events, '<run id>'`, as is a run's final status, so API processes wake their
+SSE streams without polling.
 Needs `psycopg` (the `durable` extra), imported when a store is opened.
 """
 
@@ -189,8 +190,14 @@ class PostgresRunStore(RunStore):
             seqs = write_batch(tx, run_id, events, [row(tx) for row in exchanges], returning=True)
             if not events:
                 return []
-            tx.execute("SELECT pg_notify(?, ?)", (EVENTS_CHANNEL, run_id))
+            self._announce(tx, run_id)
         return seqs
+
+    def _announce(self, tx: Any, run_id: str) -> None:
+        """NOTIFY with the commit, for each committed batch of events and each final status: a
+        run's final status is set after its terminal event, whose own notification may wake a
+        stream before it, and a stream ends only once the row is final (sse.py)."""
+        tx.execute("SELECT pg_notify(?, ?)", (EVENTS_CHANNEL, run_id))
 
     @contextmanager
     def _transaction(self) -> Iterator[Any]:

@@ -270,7 +270,13 @@ class RunStore:
         with self._write() as tx:
             if update_status(tx, run_id, status, message=message, stop_reasons=stop_reasons, totals=totals) == 0:
                 raise RunNotFound(run_id)
+            if status in FINAL_STATUSES:
+                self._announce(tx, run_id)
         return self.get_run(run_id)
+
+    def _announce(self, tx: Any, run_id: str) -> None:
+        """Tell other processes, with the commit, that the run changed (a final status): nothing
+        to do here, where one process owns the file and wakes its own streams."""
 
     def set_progress(self, run_id: str, progress: dict[str, Any]) -> None:
         with self._write() as tx:
