@@ -138,6 +138,19 @@ class XWindows:
         finally:
             self.lib.XCloseDisplay(dpy)
 
+    def keys_down(self) -> list[int]:
+        """The keycodes the X server holds down now (XQueryKeymap)."""
+        self.lib.XQueryKeymap.argtypes = [ctypes.c_void_p, ctypes.c_char * 32]
+        dpy = self.lib.XOpenDisplay(self.display.encode())
+        assert dpy, f"cannot open {self.display}"
+        try:
+            keymap = (ctypes.c_char * 32)()
+            self.lib.XQueryKeymap(dpy, keymap)
+        finally:
+            self.lib.XCloseDisplay(dpy)
+        bits = bytes(keymap)
+        return [8 * i + bit for i, byte in enumerate(bits) for bit in range(8) if byte >> bit & 1]
+
     def close_window(self, window: int) -> None:
         class ClientMessage(ctypes.Structure):
             _fields_ = [
@@ -330,30 +343,37 @@ class App:
     # -- the native folder dialog --------------------------------------------------------------
 
     def pick_folder(self, folder: Path, title: str = "Choose the data folder") -> None:
-        """Click "Choose folder…", type the folder's path into the dialog that opens, press Enter."""
+        """Click "Choose folder…", type the folder's path into the dialog that opens, press Enter.
+
+        The keys go through XTEST to the focused window, as a keyboard's do, never `--window`:
+        with `--window` xdotool picks XTEST or XSendEvent per key event, by whether the window
+        has the focus at that moment. Enter's press went by XTEST, the dialog closed on it, and
+        the release went by XSendEvent to a window that was gone: the X server kept Enter held
+        down and repeated it into the app, and the next dialog of the window took the repeat
+        and closed at once on the folder it opened in."""
         self.click("pick-folder")
         dialog = int(
             wait_for(
                 "the folder dialog", lambda: xdotool(self.display, "search", "--onlyvisible", "--name", title), 120
             )
         )
-        xdotool(self.display, "windowfocus", str(dialog))
-        xdotool(self.display, "type", "--window", str(dialog), "--delay", "30", str(folder))
+        xdotool(self.display, "windowfocus", "--sync", str(dialog))
+        xdotool(self.display, "type", "--delay", "30", str(folder))
         shown = f"document.getElementById('picked-folder').textContent === {str(folder)!r}"
         pressed = [-float("inf")]  # when Enter was last pressed
 
         def chosen() -> bool:
             if self.js(shown):
                 return True
-            # A completion list may have taken the first Enter: press it again until the dialog
-            # closes, at most every 2 s (a dialog still closing must not get a second Enter), while
-            # the page is read every 0.3 s (it showed the folder well before the next 2 s poll).
+            # Pressed again while the dialog is still open 2 s later (an Enter that did not
+            # take), never sooner: a dialog still closing must not get a second Enter.
             if time.monotonic() - pressed[0] >= 2.0 and xdotool(self.display, "search", "--name", title):
-                xdotool(self.display, "key", "--window", str(dialog), "Return")
+                xdotool(self.display, "windowfocus", "--sync", str(dialog), "key", "Return")
                 pressed[0] = time.monotonic()
             return False
 
         wait_for("the picked folder on the page", chosen, 120, every=0.3)
+        wait_for("no key held down on the X server", lambda: not XWindows(self.display).keys_down(), 60)
 
 
 def copy_example(tmp: Path, name: str = "data", *, screenshot: bool = True) -> Path:

@@ -54,10 +54,11 @@ def display() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def window(tmp_path_factory: pytest.TempPathFactory, display: str) -> Iterator[App]:
-    """One window for the two tests that need a window, not a launch of their own (a second window
-    beside it; closing mid-run, which closes it and so comes last in this file): each launch of Qt
-    WebEngine is 1.5-2.5 s of CPU. The launch itself is the first test's, twice over. Its folder is
-    picked once (by the last test): a second pick in one window did not take the typed path (twice)."""
+    """One window for the three tests that need a window, not a launch of their own (a second
+    window beside it; a folder that vanishes mid-run; closing mid-run, which closes it and so comes
+    last in this file): each launch of Qt WebEngine is 1.5-2.5 s of CPU. The launch itself is the
+    first test's, twice over. Its folder is picked twice, the second time after a run, as a person
+    picks another folder for the next run."""
     tmp = tmp_path_factory.mktemp("window")
     app = App(tmp, display, tmp / "state")
     try:
@@ -150,41 +151,13 @@ def test_the_app_runs_the_example_end_to_end_and_closes_leaving_nothing(tmp_path
 
 
 def _paused_at_the_first_figure(app: App, data: Path) -> str:
-    """`data` picked (the window's first pick), approve figure code ticked, a run started and paused
-    at its first figure; the run's id."""
+    """`data` picked, approve figure code ticked, a run started and paused at its first figure;
+    the run's id."""
     app.pick_folder(data)
     assert app.js("(() => { document.querySelector('[name=approve_code]').checked = true; return true; })()")
     run_id = _start_run(app)
     app.wait_js("the first approval", "!document.getElementById('approvals-card').hidden", RUN_S)
     return run_id
-
-
-def test_a_folder_that_vanishes_mid_run_ends_in_a_clear_state(tmp_path: Path, display: str) -> None:
-    """The run pauses at its first figure (approve figure code), the folder is deleted, the figure is
-    approved: the run ends with a state that says so, and the window goes on working."""
-    data, state = copy_example(tmp_path, screenshot=False), tmp_path / "state"
-    app = App(tmp_path, display, state)
-    try:
-        _paused_at_the_first_figure(app, data)
-        shutil.rmtree(data)
-
-        def decide_all() -> str | None:
-            if app.js(FINAL):
-                return str(app.js("document.getElementById('run-status').textContent"))
-            app.js("[...document.querySelectorAll('#approvals button.approve')].forEach(b => b.click()), true")
-            return None
-
-        status = wait_for("the run to end", decide_all, RUN_S, every=1.0)
-        # The status comes with the last event; the message with the run's record, read after it.
-        app.wait_js("the result card", "!document.getElementById('result-card').hidden")
-        message = app.js("document.getElementById('run-message').textContent")
-        assert status in ("degraded", "failed"), (status, message)
-        assert "the data folder vanished during the run" in message, message
-        assert app.js("location.hash = '#/', true")  # the window still answers: back to the list
-        app.wait_js("the run list", "document.querySelectorAll('#runs tbody tr').length === 1")
-        _closes_leaving_nothing(app)
-    finally:
-        app.kill()
 
 
 def test_without_a_display_one_line_points_to_serve(tmp_path: Path, display: str) -> None:
@@ -212,11 +185,38 @@ def test_two_processes_never_share_a_port(tmp_path: Path, display: str, window: 
     assert first.process.poll() is None and first.js("document.body.dataset.desktop") == "ready"
 
 
-def test_closing_mid_run_cancels_the_run_and_keeps_it(tmp_path: Path, window: App) -> None:
-    """A run waits at its first figure; the close button ends the app cleanly: the run is cancelled
-    (its events kept, `cancelled` in the store), the server stopped, no process left."""
+def test_a_folder_that_vanishes_mid_run_ends_in_a_clear_state(tmp_path: Path, window: App) -> None:
+    """The run pauses at its first figure (approve figure code), the folder is deleted, the figure is
+    approved: the run ends with a state that says so, and the window goes on working."""
     app = window
-    run_id = _paused_at_the_first_figure(app, copy_example(tmp_path, screenshot=False))
+    data = copy_example(tmp_path, screenshot=False)
+    _paused_at_the_first_figure(app, data)
+    shutil.rmtree(data)
+
+    def decide_all() -> str | None:
+        if app.js(FINAL):
+            return str(app.js("document.getElementById('run-status').textContent"))
+        app.js("[...document.querySelectorAll('#approvals button.approve')].forEach(b => b.click()), true")
+        return None
+
+    status = wait_for("the run to end", decide_all, RUN_S, every=1.0)
+    # The status comes with the last event; the message with the run's record, read after it.
+    app.wait_js("the result card", "!document.getElementById('result-card').hidden")
+    message = app.js("document.getElementById('run-message').textContent")
+    assert status in ("degraded", "failed"), (status, message)
+    assert "the data folder vanished during the run" in message, message
+    assert app.js("location.hash = '#/', true")  # the window still answers: back to the list
+    app.wait_js("the run list", "document.querySelectorAll('#runs tbody tr').length === 1")
+
+
+def test_closing_mid_run_cancels_the_run_and_keeps_it(tmp_path: Path, window: App) -> None:
+    """A second folder picked in the window after a run (the folder-vanishes test's), a run of it
+    waits at its first figure; the close button ends the app cleanly: the run is cancelled (its
+    events kept, `cancelled` in the store), the server stopped, no process left."""
+    app = window
+    data = copy_example(tmp_path, screenshot=False)
+    run_id = _paused_at_the_first_figure(app, data)
+    assert app.js("document.getElementById('picked-folder').textContent") == str(data)
     _closes_leaving_nothing(app)
     assert "loopwarden: cancelled 1 run(s) as the window closed" in app.stderr()
     record = RunStore(app.state / "runs.db").get_run(run_id)
