@@ -50,7 +50,9 @@ class EmbeddedServer:
         settings.port = self.port
         self.app = create_app(settings, job)
         add_desktop_routes(self.app, shell)
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="on")
+        # ws="none", as `loopwarden serve`: neither the page nor the desktop routes use a WebSocket
+        # (live events are SSE), and "auto" imports uvicorn's websockets protocol at each launch.
+        config = uvicorn.Config(self.app, log_level="warning", lifespan="on", ws="none")
         self._server = uvicorn.Server(config)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = threading.Thread(target=self._run, name="loopwarden-app-server", daemon=True)
