@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
+import pickle
 import sys
 import threading
 import time
@@ -170,3 +171,13 @@ def test_a_reply_object_handed_back_again_changed_is_told_as_each_step_saw_it() 
         ("step 1", 11, 1),
         ("done", 10, 0),
     ]
+
+
+def test_a_result_whose_events_were_not_read_pickles_and_copies_with_them() -> None:
+    """A kept step holds what its events are made from (its proposal, the tool with its function):
+    pickled or deep-copied, the result carries the events built instead."""
+    result = Agent(FunctionModel(_script()), [read]).run_sync("x", run_id="r")
+    assert type(result.__dict__["_events"]) is KeptEvents
+    for again in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result)):
+        assert [e.to_json() for e in again.events] == [e.to_json() for e in result.events]
+        assert again.totals == result.totals and again.stop_reason == result.stop_reason

@@ -52,6 +52,11 @@ class KeptEvents:
     def __len__(self) -> int:
         return len(self.items)
 
+    def __reduce__(self) -> tuple[type[KeptEvents], tuple[list[Event]]]:
+        """Pickled (and deep-copied) as the events built: a kept step holds what its events are
+        made from (its proposal, with the tool's function), which need not pickle."""
+        return KeptEvents, (self.build(),)
+
     def build(self) -> list[Event]:
         if self.events is None:
             self.events = [_built(*item) if type(item) is tuple else item for item in self.items]
