@@ -8,7 +8,9 @@ import io
 import json
 import re
 import tracemalloc
+from collections import OrderedDict
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,7 +19,7 @@ from hypothesis import strategies as st
 
 from loopwarden.models import FunctionModel, ModelRequest
 from loopwarden.report.folder.paths import PathGuard
-from loopwarden.report.readers import MAX_CHARS, FileReader
+from loopwarden.report.readers import MAX_CHARS, FileReader, images
 from loopwarden.report.readers.images import NO_READER, OcrReader, read_image_bytes
 from loopwarden.report.readers.text import STEP, LineIndex
 
@@ -277,15 +279,43 @@ def test_image_goes_to_the_vision_model() -> None:
     assert content[0]["text"] == "what value?" and content[1]["image_url"]["url"].startswith("data:image/png;base64,")
 
 
+class FakeEngine:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, data: bytes) -> Any:
+        self.calls += 1
+        return SimpleNamespace(txts=("B = 5.83 mT", f"{len(data)} bytes"), scores=(0.9876543210123, 0.5))
+
+
+@pytest.fixture
+def ocr_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache folder: what an image reads as comes from the engine, not from a reading an
+    earlier suite run kept on disk."""
+    monkeypatch.setattr(images, "cache_dir", lambda: tmp_path / "cache")
+    return tmp_path / "cache" / "ocr"
+
+
+@pytest.fixture
+def fake_engine(ocr_memory: Path, monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
+    """A counting stand-in for rapidocr, and no reading in memory (as in a fresh process)."""
+    engine = FakeEngine()
+    monkeypatch.setattr(OcrReader, "_engine", engine)
+    monkeypatch.setattr(OcrReader, "_read", OrderedDict())
+    return engine
+
+
 @pytest.mark.skipif(not OcrReader.available(), reason="the 'ocr' extra (rapidocr) is not installed")
-def test_offline_ocr_reads_text_and_numbers() -> None:
+def test_offline_ocr_reads_text_and_numbers(ocr_memory: Path) -> None:
     data = png_with_text("Peak 12.4 mT")
     reading = asyncio.run(read_image_bytes("f.png", "png", data, "", vision=None, ocr=OcrReader()))
     assert reading.reader == "ocr" and "12.4" in reading.text and "320x120" in reading.text
 
 
 @pytest.mark.skipif(not OcrReader.available(), reason="the 'ocr' extra (rapidocr) is not installed")
-def test_the_ocr_engine_is_shared_and_an_image_read_before_is_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_ocr_engine_is_shared_and_an_image_read_before_is_not_read_again(
+    ocr_memory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen = png_with_text("Peak 12.4 mT")
     first = OcrReader().read(seen)  # loads the engine (or finds it loaded by an earlier run)
     engine, calls = OcrReader._engine, list[bytes]()
@@ -299,6 +329,46 @@ def test_the_ocr_engine_is_shared_and_an_image_read_before_is_not_read_again(mon
     assert OcrReader().read(seen) == first and calls == []  # another run, the same image: not read again
     other = OcrReader().read(png_with_text("Field 3.0 mm"))
     assert len(calls) == 1 and any("3.0" in text for text, _ in other)  # a new image goes through the engine
+
+
+def in_a_later_process(monkeypatch: pytest.MonkeyPatch, image: bytes) -> list[tuple[str, float]]:
+    """The image read with nothing in memory, as by a later process (the engine stays: a fake)."""
+    monkeypatch.setattr(OcrReader, "_read", OrderedDict())
+    return OcrReader().read(image)
+
+
+def test_a_reading_kept_on_disk_serves_a_later_process(
+    ocr_memory: Path, fake_engine: FakeEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    image = png_with_text("B")
+    first = OcrReader().read(image)
+    assert fake_engine.calls == 1 and len(list(ocr_memory.iterdir())) == 1
+    assert in_a_later_process(monkeypatch, image) == first  # the same lines, scores to the last digit
+    assert fake_engine.calls == 1
+    monkeypatch.setattr(OcrReader, "_stack", ['{"rapidocr": "another version"}'])
+    assert in_a_later_process(monkeypatch, image) == first and fake_engine.calls == 2  # another stack: read again
+    assert len(list(ocr_memory.iterdir())) == 2
+
+
+def test_a_reading_on_disk_that_cannot_be_read_back_is_read_again(
+    ocr_memory: Path, fake_engine: FakeEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    image = png_with_text("B")
+    first = OcrReader().read(image)
+    (kept,) = ocr_memory.iterdir()
+    kept.write_text('{"lines": [["B", "not a score"]')  # cut short
+    assert in_a_later_process(monkeypatch, image) == first and fake_engine.calls == 2
+    kept.write_text(json.dumps({"lines": [["B = 5.83 mT", 0.98], ["5.83", "not a score"]]}))  # one line amiss
+    assert in_a_later_process(monkeypatch, image) == first and fake_engine.calls == 3  # all of it again
+    assert json.loads(kept.read_text())["lines"] == [list(line) for line in first]  # and kept again
+
+
+def test_no_reading_is_kept_on_disk_when_switched_off(
+    ocr_memory: Path, fake_engine: FakeEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(images.DISK_SWITCH, "0")
+    OcrReader().read(png_with_text("B"))
+    assert not ocr_memory.exists()
 
 
 def test_a_table_that_cannot_be_profiled_is_shown_as_text(tmp_path: Path) -> None:

@@ -44,6 +44,10 @@ def _pdf_text(pdf: Path) -> str:
     return subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
 
 
+def user_cache() -> str:
+    return os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+
+
 @pytest.fixture(scope="module")
 def example_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     require_binary("xelatex")
@@ -57,7 +61,10 @@ def example_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subproc
         capture_output=True,
         text=True,
         timeout=600,
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(out.parent)},  # no endpoint configured: offline
+        # A fresh HOME: no endpoint configured, so offline. The cache folder stays the one the suite
+        # warms: from a fresh one matplotlib rebuilds its font list (~2 s of CPU) and the screenshot
+        # is read by OCR again (~3 s), neither of which this test is about.
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(out.parent), "XDG_CACHE_HOME": user_cache()},
     )
     return out, done
 
