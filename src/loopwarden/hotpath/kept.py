@@ -60,6 +60,7 @@ class KeptEvents:
     def build(self) -> list[Event]:
         if self.events is None:
             self.events = [_built(*item) if type(item) is tuple else item for item in self.items]
+            self.items = self.events  # what they were made from (the steps' proposals) is freed
         return self.events
 
 
