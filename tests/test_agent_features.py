@@ -4,7 +4,9 @@ tools, streamed text, closing, run_sync under a running loop, handoff to another
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +66,19 @@ def test_a_terminal_tools_output_is_validated_as_the_output() -> None:
 def test_without_output_type_the_output_is_the_text() -> None:
     result = Agent(ScriptedModel(["plain words"]), []).run_sync("x")
     assert result.output == result.raw_output == "plain words"
+
+
+def test_the_output_is_the_same_after_a_pickle_or_a_copy() -> None:
+    """A result sent to another process or copied keeps its output: the text, the typed value,
+    and for a run that ended without a valid one, the error when read."""
+    untyped = Agent(ScriptedModel(["plain words"]), []).run_sync("x")
+    typed = Agent(ScriptedModel(['{"city": "Oslo", "temperature": 11}']), [], output_type=Answer).run_sync("x")
+    invalid = Agent(ScriptedModel(["sunny"] * 5), [], output_type=Answer).run_sync("weather?")
+    for copy_of in (lambda r: pickle.loads(pickle.dumps(r)), copy.deepcopy, copy.copy):
+        assert copy_of(untyped).output == "plain words"
+        assert copy_of(typed).output == Answer(city="Oslo", temperature=11)
+        with pytest.raises(OutputValidationError, match="verifier_failed"):
+            _ = copy_of(invalid).output
 
 
 # -- deps ------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from .guard import DetectorFactory
 from .hotpath.kept import EventsField, KeptEvents
 from .loop import Run
 from .models.base import Message, Model
-from .output import UNSET
+from .output import NOT_TYPED, UNSET
 from .policy.approval import ApprovalGate, Decision, PendingApproval
 from .policy.permissions import Principal
 from .policy.router import Router
@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=Any)
-
-_NOT_TYPED: Any = object()
 
 _V4_KEEP = ~((0xC000 << 48) | (0xF000 << 64)) & ((1 << 128) - 1)
 _V4_SET = (0x8000 << 48) | (4 << 76)  # the RFC 4122 variant and version 4, as uuid.UUID(version=4) sets them
@@ -69,14 +67,14 @@ class RunResult(Generic[OutputT]):
     """Every event of the run, in order (a run nobody watched builds them when first read: `KEPT`)."""
     messages: list[Message]
     state: RunState
-    parsed_output: Any = _NOT_TYPED
+    parsed_output: Any = NOT_TYPED
     """The validated output when the agent has an `output_type` (UNSET when none validated)."""
 
     @property
     def output(self) -> OutputT:
         """The run's output: the validated `output_type` value when the agent has one (raises
         `OutputValidationError` when the run ended without one), else `raw_output`."""
-        if self.parsed_output is _NOT_TYPED:
+        if self.parsed_output is NOT_TYPED:
             return self.raw_output  # type: ignore[no-any-return]
         if self.parsed_output is UNSET:
             raise OutputValidationError(
@@ -300,7 +298,7 @@ class Agent(Generic[DepsT, OutputT]):
             events,  # type: ignore[arg-type]  # KeptEvents too: KEPT builds them when read
             final.messages,
             final.state,
-            _NOT_TYPED if final.output is None else final.output.value,
+            NOT_TYPED if final.output is None else final.output.value,
         )
 
 

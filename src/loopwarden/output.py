@@ -12,8 +12,28 @@ from pydantic import TypeAdapter, ValidationError
 
 from .verify import describe_errors, extract_json
 
-UNSET: Any = object()
+
+class Sentinel:
+    """A marker compared by identity that stays itself when a result holding it is pickled or
+    copied (pickled by its name in this module: a bare `object()` came back as another object,
+    so a copied `RunResult.output` took the marker for a value)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+UNSET: Any = Sentinel("UNSET")
 """No valid output yet."""
+NOT_TYPED: Any = Sentinel("NOT_TYPED")
+"""The agent has no `output_type`: the run's output is its raw output."""
 
 
 class OutputSpec:
