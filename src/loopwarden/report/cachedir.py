@@ -5,9 +5,10 @@ needed: any of it may be deleted at any time, and a run that cannot write there 
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
+
+from .atomic import atomic_write
 
 
 def cache_dir() -> Path | None:
@@ -21,15 +22,11 @@ def cache_dir() -> Path | None:
 
 
 def write_atomically(path: Path, text: str) -> bool:
-    """Write `text` to `path` (its folder made as needed) so that a reader sees the old file or
-    the whole new one, never part of one; False if it cannot be written (a read-only cache)."""
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    """`atomic_write` with the folder made as needed; False if it cannot be written (a read-only
+    cache) rather than an error."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
+        atomic_write(path, text)
     except OSError:
-        with contextlib.suppress(OSError):
-            partial.unlink()
         return False
     return True

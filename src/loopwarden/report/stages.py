@@ -14,6 +14,7 @@ from ..events import Event, EventStamper, Totals
 from ..hooks import adapt_model
 from ..models.base import Model
 from ..policy.approval import ApprovalGate
+from .atomic import atomic_write
 from .config import ReportConfig
 from .events import ExplorationDone, FigureMade, GapFound, ReportStatus, ScanDone
 from .folder.scan import ScanResult, scan_folder
@@ -26,7 +27,7 @@ from .write.gap import Gap, find_gaps, has_material
 from .write.latex import find_cjk_font, has_cjk
 from .write.markdown import latex_to_markdown
 from .write.offline_writer import WriterInput
-from .write.writing import Writing, atomic_write, bibliography, compile_report, draft, reflect_round
+from .write.writing import Writing, bibliography, compile_report, draft, reflect_round
 
 OUTPUT_NAMES = ("report.tex", "report.pdf", "report.md", "references.bib", "events.jsonl", "exploration.json")
 

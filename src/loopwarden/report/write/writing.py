@@ -4,13 +4,13 @@ each in its milestones."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...events import Event
 from ...models.base import Message
+from ..atomic import atomic_write
 from ..config import DRAFT_ATTEMPTS
 from ..events import CitationsRemoved, CompileError, ReflectionVerdict
 from .bib import Source, bibtex_entries, check_citations, with_bibliography
@@ -148,12 +148,6 @@ def write_outputs(out_dir: Path, tex: str, sources: list[Source], cited: list[st
         atomic_write(bib, bibtex_entries(sources, cited))
     elif bib.exists():
         bib.unlink()
-
-
-def atomic_write(path: Path, text: str) -> None:
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
 
 
 # -- compile ------------------------------------------------------------------------------------
