@@ -49,6 +49,7 @@ import argparse
 import asyncio
 import concurrent.futures
 import functools
+import gc
 import importlib
 import itertools
 import operator
@@ -132,6 +133,8 @@ def run_once(steps: int, without: list[str], part: str | None = None, functions:
 
     async def go() -> Any:
         await RUNNERS["loopwarden"](overhead.scenario(5), 7)  # imports and first-call work, in both runs
+        if os.environ.get("BENCH_STEP_NO_GC"):  # --no-gc: no young collection falls in a counted function
+            gc.disable()
         if part is None:
             return await RUNNERS["loopwarden"](overhead.scenario(steps), steps + 2)
         await fixed_part(part, steps)  # with 0, the set-up alone (the base the parts are counted from)
@@ -345,7 +348,10 @@ def main() -> int:
     parser.add_argument("--misses", action="store_true")
     parser.add_argument("--rounds", action="store_true")
     parser.add_argument("--function", action="append", default=[])
+    parser.add_argument("--no-gc", action="store_true")
     args = parser.parse_args()
+    if args.no_gc:  # read by the counted processes (run_once)
+        os.environ["BENCH_STEP_NO_GC"] = "1"
     if len(args.function) > len(TRAMPOLINES):
         parser.error(f"at most {len(TRAMPOLINES)} functions at once")
     if args.rounds:

@@ -181,3 +181,59 @@ def test_a_result_whose_events_were_not_read_pickles_and_copies_with_them() -> N
     for again in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result)):
         assert [e.to_json() for e in again.events] == [e.to_json() for e in result.events]
         assert again.totals == result.totals and again.stop_reason == result.stop_reason
+
+
+def test_a_calls_events_kept_as_one_item_count_and_build_as_three() -> None:
+    """The loop's common turn keeps a call's proposed, verdict and finished events as one item
+    (ending.keep_call): the result still counts, numbers and orders every event."""
+    result = Agent(FunctionModel(_script()), [read]).run_sync("x", run_id="r")
+    items = result.__dict__["_events"].items
+    assert any(type(item) is tuple and not isinstance(item[0], type) and item[1] == 3 for item in items)
+    count = len(result.__dict__["_events"])
+    events = result.events
+    assert len(events) == count > len(items) and [e.seq for e in events] == list(range(1, count + 1))
+    first = events[2:5]
+    assert [type(e) for e in first] == [ToolCallProposed, GuardVerdict, ToolCallFinished]
+    assert first[2].checklist_done == [] and first[0].ts <= first[1].ts <= first[2].ts
+
+
+def test_an_event_told_between_a_calls_events_keeps_each_in_its_place() -> None:
+    """Were an event told between a call's verdict and its result (nothing in the loop does;
+    here the tool tells one through the run), the call's events are kept one by one around it."""
+    from loopwarden.events import NudgeInjected
+    from loopwarden.hooks import run_hook
+
+    runs: list[Any] = []
+
+    @tool(blocking=False)
+    def noisy(path: str) -> str:
+        """Read a file, telling something meanwhile."""
+        stamp = runs[0].stamp
+        stamp.kept.append(stamp(NudgeInjected, turn=1, detector="test", text=path))
+        return "text"
+
+    token = run_hook.set(runs.append)
+    try:
+        replies = iter([call("noisy", {"path": "a"}), "done"])
+        result = Agent(FunctionModel(lambda r: next(replies)), [noisy]).run_sync("x")
+    finally:
+        run_hook.reset(token)
+    kinds = [type(e) for e in result.events]
+    assert kinds[2:6] == [ToolCallProposed, GuardVerdict, NudgeInjected, ToolCallFinished]
+    assert [e.seq for e in result.events] == list(range(1, len(kinds) + 1))
+
+
+def test_a_model_called_event_has_its_own_lists() -> None:
+    """The run's offer is one list while it stands (Scope.offered) and a reply's empty notes are
+    kept as None: each built `model_called` still has lists of its own, kept or streamed."""
+    import asyncio
+
+    for events in (
+        Agent(FunctionModel(_script()), [read]).run_sync("x").events,
+        asyncio.run(_streamed(Agent(FunctionModel(_script()), [read]), "x")),
+    ):
+        called = [e for e in events if isinstance(e, ModelCalled)]
+        assert len(called) > 2 and all(e.notes == [] for e in called)
+        assert called[0].tools_offered == called[1].tools_offered == ["read"]
+        assert len({id(e.tools_offered) for e in called}) == len(called)
+        assert len({id(e.notes) for e in called}) == len(called)

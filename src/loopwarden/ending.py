@@ -22,6 +22,7 @@ from .events import (
     RunStarted,
     Status,
     StopPolicy,
+    ToolCallFinished,
     ToolCallProposed,
     count_usage,
 )
@@ -237,7 +238,15 @@ def model_event(run: Run, reply: ModelReply) -> Event | None:
     """The call's `model_called`; None when the run keeps it (`EventStamper.keep`)."""
     r = reply.__dict__  # read once (each attribute of a pydantic instance goes through its `__getattr__` hook)
     # the reply's values as they are now (a model may hand back one reply object again, changed)
-    return run.stamp.keep(
+    stamp = run.stamp
+    if stamp.later and (kept := stamp.kept) is not None:
+        # EventStamper.keep written out (no argument tuple to unpack into another), empty notes
+        # kept as None (one object less a step for the collector to walk while the run goes)
+        kept.append((ModelCalled, model_called_values, _CALLED, stamp.run_id, stamp.take(), time.time(), run.turn,
+                     r["model"] or run.agent.model.name, run.last_offered, run.last_choice, r["usage"], r["text"],
+                     len(r["tool_calls"]), run.last_call_ms, r["notes"] or None, r["attempts"]))  # fmt: skip
+        return None
+    return stamp.keep(
         ModelCalled,
         model_called_values,
         run.turn,
@@ -263,10 +272,11 @@ def model_called_values(
     text: str | None,
     n_tool_calls: int,
     duration_ms: float,
-    notes: list[ClientNote],
+    notes: list[ClientNote] | None,
     attempts: int,
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """Every `model_called` field in field order, and the names given as defaults."""
+    """Every `model_called` field in field order, and the names given as defaults (`notes` None: none;
+    `offered` copied: the run's offer is one list while it stands, `Scope.offered`)."""
     kind, run_id, seq, ts = head
     values = {
         "type": kind,
@@ -275,14 +285,14 @@ def model_called_values(
         "ts": ts,
         "turn": turn,
         "model": model,
-        "tools_offered": offered,
+        "tools_offered": list(offered),
         "n_tools_offered": len(offered),
         "tool_choice": choice,
         "usage": usage,
         "text": text,
         "n_tool_calls": n_tool_calls,
         "duration_ms": duration_ms,
-        "notes": notes,
+        "notes": [] if notes is None else notes,
         "attempts": attempts,
     }
     return values, _TYPE
@@ -316,6 +326,58 @@ def finished_values(
 
 
 _TYPE, _TYPE_EVIDENCE = ("type",), ("type", "evidence")
+
+
+def keep_call(
+    run: Run, first: int, at: int, proposed_at: float, verdict_at: float, p: Proposal, done: list[str], content: str
+) -> None:
+    """A run that keeps its step events (`EventStamper.later`): the common turn's call told as
+    one kept item, its `tool_call_proposed` and `guard_verdict` numbered `first` and the next
+    (`EventStamper.take`) and timed `proposed_at` and `verdict_at` when `kept` held `at` items,
+    its `tool_call_finished` numbered and timed now: one tuple a call, not one an event (each
+    an object a young collection walks for as long as the run goes), and `done` kept as None
+    when empty (a list too). `call_events` makes the three when they are read. Were anything
+    told between them (nothing in the loop does), each is kept as `EventStamper.keep` keeps it."""
+    stamp = run.stamp
+    kept = stamp.kept
+    assert kept is not None
+    seq, finished_at = stamp.take(), time.time()
+    if seq == first + 2 and len(kept) == at:
+        kept.append((call_events, 3, stamp.run_id, first, proposed_at, verdict_at, finished_at, p, run.turn,
+                     done or None, content))  # fmt: skip
+        return
+    run_id, turn = stamp.run_id, run.turn
+    kept[at:at] = [
+        (ToolCallProposed, proposed_values, _PROPOSED, run_id, first, proposed_at, p, turn),
+        (GuardVerdict, verdict_values, _VERDICT, run_id, first + 1, verdict_at, p, turn),
+    ]
+    kept.append((ToolCallFinished, finished_values, _FINISHED, run_id, seq, finished_at, p, turn, done, content))
+
+
+def call_events(
+    run_id: str,
+    first: int,
+    proposed_at: float,
+    verdict_at: float,
+    finished_at: float,
+    p: Proposal,
+    turn: int,
+    done: list[str] | None,
+    content: str,
+) -> list[Event]:
+    """The three events `keep_call` kept, as `EventStamper.keep` would have made each."""
+    done_now = [] if done is None else done
+    finished = finished_values((_FINISHED, run_id, first + 2, finished_at), p, turn, done_now, content)
+    return [
+        in_order(ToolCallProposed, *proposed_values((_PROPOSED, run_id, first, proposed_at), p, turn)),
+        in_order(GuardVerdict, *verdict_values((_VERDICT, run_id, first + 1, verdict_at), p, turn)),
+        in_order(ToolCallFinished, *finished),
+    ]
+
+
+_CALLED, _PROPOSED, _VERDICT, _FINISHED = (
+    c.model_fields["type"].default for c in (ModelCalled, ToolCallProposed, GuardVerdict, ToolCallFinished)
+)
 
 
 def apply_findings(run: Run) -> Iterator[Event]:

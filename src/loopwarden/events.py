@@ -400,6 +400,11 @@ class EventStamper:
         values, unset = make((kind, self.run_id, seq, ts), *made_from)
         return self.record(cls, values, unset)
 
+    def take(self) -> int:
+        """The next event's number, taken, for a caller keeping the event itself (`ending.keep_call`)."""
+        self._seq += 1
+        return self._seq
+
     @property
     def last_seq(self) -> int:
         return self._seq

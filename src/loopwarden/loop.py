@@ -30,6 +30,7 @@ from .ending import (
     finish_with_answer,
     finished,
     finished_values,
+    keep_call,
     model_event,
     phase_event,
     proposed_event,
@@ -181,12 +182,18 @@ class Run:
                 if len(proposals) == 1 and self._quick(p := proposals[0]):
                     # The common turn fused (what _proposed, _execute, _finished, _end_phase and
                     # _steer do for it, in their order): no generator, coroutine or list of its own.
-                    turn, tool = self.turn, p.tool
+                    turn, tool, stamp = self.turn, p.tool, self.stamp
                     assert tool is not None and p.validated is not None
-                    if (proposed := proposed_event(self, p)) is not None:  # None: kept (EventStamper.keep)
-                        yield proposed
-                    if (verdict := verdict_event(self, p)) is not None:
-                        yield verdict
+                    if stamp.later and stamp.kept is not None:  # the call's three events kept as one (keep_call)
+                        at, first, proposed_at = len(stamp.kept), stamp.take(), time.time()
+                        stamp.take()
+                        verdict_at = time.time()
+                    else:
+                        first, at, proposed_at, verdict_at = 0, 0, 0.0, 0.0
+                        if (proposed := proposed_event(self, p)) is not None:  # None: kept (EventStamper.keep)
+                            yield proposed
+                        if (verdict := verdict_event(self, p)) is not None:
+                            yield verdict
                     if self._hooks["on_calls"]:
                         self._observe("on_calls", [p.shown_record(self._reuse)])
                     if tool.context_arg is None:  # the context is read only for a tool that takes it
@@ -200,9 +207,12 @@ class Run:
                         finally:
                             current_context.reset(token)
                     self._executed(p, execution)
-                    finished_event, record = self._finish(p)
-                    if finished_event is not None:
-                        yield finished_event
+                    if first:
+                        record = self._finish_kept(p, first, at, proposed_at, verdict_at)
+                    else:
+                        finished_event, record = self._finish(p)
+                        if finished_event is not None:
+                            yield finished_event
                     self._settle([record])
                     if (found := self._discovered([(tool, execution.result)])) is not None:
                         yield found
@@ -287,6 +297,15 @@ class Run:
         record = p.result_record()
         done = self.state.add(record)
         return self.stamp.keep(ToolCallFinished, finished_values, p, self.turn, done, content), record
+
+    def _finish_kept(self, p: Proposal, first: int, at: int, proposed_at: float, verdict_at: float) -> CallRecord:
+        """`_finish` in the common turn of a run that keeps its events: the call's three kept as one (`keep_call`)."""
+        assert p.result is not None
+        content = p.result.to_model_content()
+        self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": content})
+        record = p.result_record()
+        keep_call(self, first, at, proposed_at, verdict_at, p, self.state.add(record), content)
+        return record
 
     def _settle(self, records: list[CallRecord]) -> None:
         """After a turn's results: the novelty clock, the ladder, then the detectors see them."""

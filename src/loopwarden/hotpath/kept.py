@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 Kept: TypeAlias = "tuple[type[Event], dict[str, Any], tuple[str, ...]]"
 """A kept event: its class, the dict `in_order` builds it from, the names given as defaults. (An
-untraced run's are `(class, make, type, run_id, seq, ts, *made_from)`: `EventStamper.keep`.)"""
+untraced run's are `(class, make, type, run_id, seq, ts, *made_from)`: `EventStamper.keep`; or a
+few events as one, `(make, how many, *made_from)`, `make(*made_from)` giving the list of them:
+`ending.keep_call`, a call's three events in the loop's common turn.)"""
 Told: TypeAlias = Union["Event", Kept]  # a string forward reference cannot use |
 """What a run that keeps its step events tells: an event, or a kept one (trace/lines.py writes either)."""
 
@@ -50,7 +52,9 @@ class KeptEvents:
         self.events: list[Event] | None = None
 
     def __len__(self) -> int:
-        return len(self.items)
+        if self.events is not None:
+            return len(self.events)
+        return sum(item[1] if type(item) is tuple and not isinstance(item[0], type) else 1 for item in self.items)
 
     def __reduce__(self) -> tuple[type[KeptEvents], tuple[list[Event]]]:
         """Pickled (and deep-copied) as the events built: a kept step holds what its events are
@@ -59,7 +63,15 @@ class KeptEvents:
 
     def build(self) -> list[Event]:
         if self.events is None:
-            self.events = [_built(*item) if type(item) is tuple else item for item in self.items]
+            events: list[Event] = []
+            for item in self.items:
+                if type(item) is not tuple:
+                    events.append(item)
+                elif isinstance(item[0], type):
+                    events.append(_built(*item))
+                else:  # (make, how many, *what they are made from): several events kept as one (ending.keep_call)
+                    events += item[0](*item[2:])
+            self.events = events
             self.items = self.events  # what they were made from (the steps' proposals) is freed
         return self.events
 

@@ -48,6 +48,7 @@ class Scope:
     discovered: list[str] = field(default_factory=list)
     max_tool_rounds: int | None = None
     arguments: ArgumentPolicy = field(init=False)
+    _offer: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.arguments = ArgumentPolicy(self.clock)
@@ -88,8 +89,13 @@ class Scope:
         return found.wire_name
 
     def offered(self, narrowed: Iterable[str] = ()) -> list[str]:
-        if not narrowed and not self.discovered:  # the common turn: the base offer, as a new list
-            return list(self.base)
+        """The tool names offered next, narrowed. Read it, do not change it: the common turn's,
+        the base offer, is one list while the base stands (a run keeps each turn's offer for its
+        `model_called` event, which copies it when built: one list a run, not one a step)."""
+        if not narrowed and not self.discovered:
+            if self._offer != self.base:
+                self._offer = list(self.base)
+            return self._offer
         hidden = set(narrowed)
         return [name for name in [*self.base, *self.discovered] if name not in hidden]
 
