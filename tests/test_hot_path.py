@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 import json
+from types import CoroutineType
 from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel, PlainSerializer, ValidationError
 
-from loopwarden.events import EventStamper, GuardVerdict, ModelCalled, Totals
+from loopwarden.context import RunContext
+from loopwarden.events import EventStamper, GuardVerdict, ModelCalled, ToolCallFinished, Totals
 from loopwarden.guard.novelty import content_hash, content_key
 from loopwarden.models.base import Usage
 from loopwarden.proposals import normalised
@@ -516,6 +518,21 @@ def test_a_record_shown_to_on_calls_is_filled_in_only_when_no_detector_can_keep_
         assert [r.executed for r in run.state.records] == [True] * 3
 
 
+def _flaky() -> Any:
+    """A quick tool that fails once with a connection error (retryable), then answers."""
+    failures = iter([ConnectionError("reset"), None])
+
+    @tool(blocking=False)
+    def flaky(path: str) -> str:
+        """Fails once, then answers."""
+        error = next(failures)
+        if error is not None:
+            raise error
+        return path
+
+    return flaky
+
+
 def test_one_inline_call_started_here_is_what_run_many_gives() -> None:
     """`Executor.start` makes a turn's one inline call without coroutines; its execution is the
     one `run_many` makes (results, attempts) for a plain result, a raised error, a retried
@@ -527,8 +544,6 @@ def test_one_inline_call_started_here_is_what_run_many_gives() -> None:
     from loopwarden.retry import RetryPolicy
 
     def tools() -> list[Any]:
-        failures = iter([ConnectionError("reset"), None])
-
         @tool(blocking=False)
         def ok(path: str) -> str:
             """Ok."""
@@ -539,13 +554,7 @@ def test_one_inline_call_started_here_is_what_run_many_gives() -> None:
             """Raises."""
             raise ValueError(path)
 
-        @tool(blocking=False)
-        def flaky(path: str) -> str:
-            """Fails once, then answers."""
-            error = next(failures)
-            if error is not None:
-                raise error
-            return path
+        flaky = _flaky()
 
         @tool(blocking=False, side_effect="write")
         def write(path: str) -> str:
@@ -561,11 +570,18 @@ def test_one_inline_call_started_here_is_what_run_many_gives() -> None:
         return Executor(retry=RetryPolicy(max_attempts=3, base_delay=0.0), sleep=nap)
 
     async def both() -> None:
-        for here, there in zip(tools(), tools(), strict=True):
+        for here, there, kept in zip(tools(), tools(), tools(), strict=True):
             started = executor().start([(here, here.args_model(path="p"))])
             done = started if isinstance(started, list) else await started
             general = await executor().run_many([(there, there.args_model(path="p"))])
             assert [(e.result, e.attempts) for e in done] == [(e.result, e.attempts) for e in general]
+            # the loop's common turn: the first result kept by the caller, or the retries' coroutine
+            attempted = executor().attempt_inline(kept, kept.args_model(path="p"), 0.0)
+            if type(attempted) is CoroutineType:
+                execution = await attempted
+                assert (execution.result, execution.attempts) == (general[0].result, general[0].attempts)
+            else:
+                assert isinstance(attempted, ToolResult) and (attempted, 1) == (general[0].result, general[0].attempts)
         wrapped, calls = executor(), []
 
         async def run_many(jobs: Any) -> Any:
@@ -766,3 +782,64 @@ def test_a_string_result_is_keyed_as_the_general_path_keys_it() -> None:
             parts = repr((result.ok, result.error_type, _strip_volatile(result.message), _strip_volatile(text)))
             short = parts if len(parts) <= 64 else hashlib.sha256(parts.encode("utf-8", "surrogatepass")).hexdigest()
             assert content_key(result) == short, text
+
+
+def test_the_fused_turn_tells_what_the_general_turn_tells(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop's common turn (one quick inline call: `Run._quick`) is the general turn's
+    `_proposed`, `_execute`, `_finished` fused, with no `Execution` made for a final first result
+    (`Executor.attempt_inline`): a run whose every turn takes the general way tells the same
+    events, field for field, kept or streamed, for a plain call, one retried after a connection
+    error, one that raises, one that takes the run context, and an answer from the cache."""
+    import asyncio
+
+    import test_kept_events
+    from loopwarden import Agent, FunctionModel
+    from loopwarden.loop import Run
+    from loopwarden.models.scripted import call
+
+    def agent() -> Agent[Any, Any]:
+        @tool(blocking=False)
+        def read(path: str) -> str:
+            """Read."""
+            return f"text of {path}"
+
+        flaky = _flaky()
+
+        @tool(blocking=False)
+        def broken(path: str) -> str:
+            """Raises."""
+            raise ValueError(path)
+
+        @tool(blocking=False)
+        def where(ctx: RunContext[Any], path: str) -> str:
+            """Says the turn."""
+            return f"{path} in turn {ctx.turn}"
+
+        replies = [call("read", {"path": "a"}), call("flaky", {"path": "b"}), call("broken", {"path": "c"}),
+                   call("where", {"path": "d"}), call("read", {"path": "a"}), "done"]  # fmt: skip
+        script = iter(replies)
+        return Agent(FunctionModel(lambda r: next(script, "done")), [read, flaky, broken, where])
+
+    async def streamed() -> list[Any]:
+        return [event async for event in agent().stream("x", run_id="r")]
+
+    told = []
+    for general in (False, True):
+        if general:
+            monkeypatch.setattr(Run, "_quick", lambda self, p: False)
+        test_kept_events._deterministic(monkeypatch)
+        kept = agent().run_sync("x", run_id="r").events
+        test_kept_events._deterministic(monkeypatch)
+        told.append((kept, asyncio.run(streamed())))
+    (fused_kept, fused_streamed), (general_kept, general_streamed) = told
+    for events in (fused_streamed, general_kept, general_streamed):
+        test_kept_events._same(fused_kept, events)
+    finished = [e for e in fused_kept if isinstance(e, ToolCallFinished)]
+    assert [(e.ok, e.attempts, e.cached) for e in finished] == [
+        (True, 1, False),
+        (True, 2, False),
+        (False, 1, False),
+        (True, 1, False),
+        (True, 0, True),
+    ]
+    assert finished[3].preview == '{"ok": true, "data": "d in turn 4"}'

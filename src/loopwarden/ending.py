@@ -216,7 +216,7 @@ async def call_model(run: Run, tool_names: list[str], choice: ToolChoice | None)
         )
         raise Stop("model_error", f"{error.kind}: {error.message}", hard=True, event=failed) from None
     run.last_call_ms = (time.perf_counter() - began) * 1000
-    run.last_offered, run.last_choice = tool_names, request.tool_choice
+    run.last_offered, run.last_choice = tool_names, choice if tool_names else None  # the request's tool_choice
     r = reply.__dict__
     _charge(run, r["attempts"], r["usage"])
     return reply
@@ -234,9 +234,11 @@ def _charge(run: Run, attempts: int, usage: Usage) -> None:
 # -- events --------------------------------------------------------------------------------------
 
 
-def model_event(run: Run, reply: ModelReply) -> Event | None:
-    """The call's `model_called`; None when the run keeps it (`EventStamper.keep`)."""
-    r = reply.__dict__  # read once (each attribute of a pydantic instance goes through its `__getattr__` hook)
+def model_event(run: Run, reply: ModelReply, r: dict[str, Any] | None = None) -> Event | None:
+    """The call's `model_called`; None when the run keeps it (`EventStamper.keep`). `r`: the
+    reply's `__dict__`, when the caller has read it."""
+    if r is None:  # read once (each attribute of a pydantic instance goes through its `__getattr__` hook)
+        r = reply.__dict__
     # the reply's values as they are now (a model may hand back one reply object again, changed)
     stamp = run.stamp
     if stamp.later and (kept := stamp.kept) is not None:

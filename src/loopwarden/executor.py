@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from types import CoroutineType
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -154,9 +155,21 @@ class Executor:
         """`run` for a tool that runs inline (`Tool.runs_inline`), without a coroutine of its own
         when the first result needs no retry; else a coroutine that does the rest."""
         started = time.perf_counter()
+        done = self.attempt_inline(tool, arguments, started)
+        if type(done) is CoroutineType:
+            return done
+        return Execution(done, 1, (time.perf_counter() - started) * 1000)  # type: ignore[arg-type]
+
+    def attempt_inline(
+        self, tool: Tool, arguments: BaseModel, started: float
+    ) -> ToolResult | Coroutine[Any, Any, Execution]:
+        """`run_inline` begun at `started` (`time.perf_counter()`), for a caller that keeps a final
+        first result itself: that result (one attempt, which took until now), or (a coroutine,
+        exactly `types.CoroutineType`) the coroutine that retries it. No `Execution` to build
+        for the common call (about 3,500 instructions with its frame and free: the loop's turn)."""
         first = self._inline_attempt(tool, arguments)
         if not first.retryable:
-            return Execution(first, 1, (time.perf_counter() - started) * 1000)
+            return first
         return self._retried(tool, arguments, first, started)
 
     async def _retried(self, tool: Tool, arguments: BaseModel, first: ToolResult, started: float) -> Execution:

@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from functools import cached_property
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from .config import CHECKLIST_DONE_REQUEST, CHECKLIST_OPEN_REMINDER
@@ -55,7 +56,7 @@ from .guard.repeat import RepeatGuard
 from .handoff import HandoffTool, hand_off
 from .hooks import run_hook
 from .hotpath.trusted import trusted
-from .models.base import Message, Model, ModelReply, ToolChoice
+from .models.base import Message, Model, ModelReply, ToolCall, ToolChoice
 from .output import OutputSpec
 from .policy.approval import ApprovalReview, messages_of
 from .policy.scope import Scope, request_text
@@ -157,16 +158,17 @@ class Run:
         try:
             reply = self.replay  # a paused turn's calls run first, then the tool phase goes on
             if reply is not None:
-                self.last_offered = self._offered_now()
+                self.last_offered, calls = self._offered_now(), reply.tool_calls
             while not self.done:  # the tool phase, all in this generator: no generator of its own per turn
                 if reply is None:
                     check_budgets(self)
                     reply = await call_model(self, self._offered_now(), self._choice_now())
-                    if (called := model_event(self, reply)) is not None:  # None: kept (EventStamper.keep)
+                    r = reply.__dict__  # read once (a pydantic instance's attributes go through its `__getattr__` hook)
+                    if (called := model_event(self, reply, r)) is not None:  # None: kept (EventStamper.keep)
                         yield called
-                    for event in apply_findings(self) if self._on_text(reply) else ():  # text flagged: steer
+                    for event in apply_findings(self) if self._on_text(reply, r) else ():  # text flagged: steer
                         yield event
-                    if not (calls := reply.tool_calls) and self._keep_working(reply):
+                    if not (calls := r["tool_calls"]) and self._keep_working(reply):
                         reply = None
                         continue
                     if not calls:
@@ -178,7 +180,7 @@ class Run:
                         return
                     self.counts["tool_rounds"] += 1
                     self.messages.append(reply.assistant_message())
-                proposals, reply = self._check(reply), None
+                proposals, reply = self._check(calls), None
                 if len(proposals) == 1 and self._quick(p := proposals[0]):
                     # The common turn fused (what _proposed, _execute, _finished, _end_phase and
                     # _steer do for it, in their order): no generator, coroutine or list of its own.
@@ -196,17 +198,19 @@ class Run:
                             yield verdict
                     if self._hooks["on_calls"]:
                         self._observe("on_calls", [p.shown_record(self._reuse)])
-                    if tool.context_arg is None:  # the context is read only for a tool that takes it
-                        done = self.executor.run_inline(tool, p.validated)
-                        execution = done if isinstance(done, Execution) else await done
-                    else:
+                    token = None  # the context is set only for a tool that takes it (nothing else reads it)
+                    if tool.context_arg is not None:
                         token = current_context.set(RunContext(self.deps, self.run_id, turn))
-                        try:
-                            done = self.executor.run_inline(tool, p.validated)
-                            execution = done if isinstance(done, Execution) else await done
-                        finally:
+                    try:
+                        began = time.perf_counter()  # Executor.run_inline, its `Execution` left out
+                        done = self.executor.attempt_inline(tool, p.validated, began)
+                        if type(done) is CoroutineType:  # to be retried
+                            self._executed(p, await done)
+                        else:
+                            self._ran(p, done, began)  # type: ignore[arg-type]
+                    finally:
+                        if token is not None:
                             current_context.reset(token)
-                    self._executed(p, execution)
                     if first:
                         record = self._finish_kept(p, first, at, proposed_at, verdict_at)
                     else:
@@ -214,14 +218,18 @@ class Run:
                         if finished_event is not None:
                             yield finished_event
                     self._settle([record])
-                    if (found := self._discovered([(tool, execution.result)])) is not None:
+                    if self.scope.search is not None and (found := self._discovered([(tool, p.result)])) is not None:
                         yield found
-                    if (tool.terminal and execution.result.ok) or self.state.checklist_complete:
+                    if (tool.terminal and p.result.ok) or self.state.checklist_complete:  # type: ignore[union-attr]
                         async for event in self._end_phase(proposals):
                             yield event
                     else:
                         for event in apply_findings(self) if self.turn_findings else ():
                             yield event
+                    # The arguments' model has done its work: a run that keeps its events keeps the
+                    # proposal to the end (keep_call), which needs only `arguments` (the model and its
+                    # fields-set are two objects less a step for the collector to walk meanwhile).
+                    p.validated = None
                     continue
                 for event in self._proposed(proposals):
                     yield event
@@ -259,10 +267,11 @@ class Run:
             and self.executor.inline(tool)
         )
 
-    def _check(self, reply: ModelReply) -> list[Proposal]:
+    def _check(self, calls: list[ToolCall]) -> list[Proposal]:
+        """Guard a reply's calls."""
         offered = set(self.last_offered)  # what the model was offered for this reply (_offered_now then)
         self.narrowed, self.forced_choice = set(), None
-        proposals = [self.checker.check(call, self.turn, offered) for call in reply.tool_calls]
+        proposals = [self.checker.check(call, self.turn, offered) for call in calls]
         self.counts["tool_calls_proposed"] += len(proposals)
         return proposals
 
@@ -301,9 +310,8 @@ class Run:
     def _finish_kept(self, p: Proposal, first: int, at: int, proposed_at: float, verdict_at: float) -> CallRecord:
         """`_finish` in the common turn of a run that keeps its events: the call's three kept as one (`keep_call`)."""
         assert p.result is not None
-        content = p.result.to_model_content()
-        self.messages.append({"role": "tool", "tool_call_id": p.call.id, "content": content})
-        record = p.result_record()
+        content, record = p.result.to_model_content(), p.result_record()
+        self.messages.append({"role": "tool", "tool_call_id": record.call_id, "content": content})
         keep_call(self, first, at, proposed_at, verdict_at, p, self.state.add(record), content)
         return record
 
@@ -357,11 +365,11 @@ class Run:
             if finding is not None:
                 self.turn_findings.append(finding)
 
-    def _on_text(self, reply: ModelReply) -> bool:
+    def _on_text(self, reply: ModelReply, r: dict[str, Any]) -> bool:
         """Text detectors see every reply; with calls, their findings wait for the turn's results.
-        True when a reply without calls was flagged: its findings are to be applied now."""
+        True when a reply without calls was flagged: its findings are to be applied now. `r` is
+        the reply's `__dict__`."""
         self.turn_findings, self.text_flagged = [], False
-        r = reply.__dict__  # read once (each attribute of a pydantic instance goes through its `__getattr__` hook)
         text, calls = r["text"], r["tool_calls"]
         self.state.add_reply(self.turn, text or "", len(calls), bool(self.last_offered))
         offered = self.last_offered
@@ -417,6 +425,12 @@ class Run:
             current_context.reset(token)
         for p, execution in zip(runnable, executions, strict=True):
             self._executed(p, execution)
+
+    def _ran(self, p: Proposal, result: ToolResult, began: float) -> None:
+        """`_executed` of a call whose one attempt began at `began` and gave `result` (`Executor.attempt_inline`)."""
+        p.result, p.attempts, p.duration_ms = result, 1, (time.perf_counter() - began) * 1000
+        self.counts["tool_executions"] += 1
+        self.repeats.record(p.fingerprint, p.tool, result, self.turn)  # type: ignore[arg-type]
 
     def _executed(self, p: Proposal, execution: Execution) -> None:
         p.set_execution(execution)

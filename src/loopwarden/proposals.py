@@ -259,12 +259,14 @@ class ProposalChecker:
         self._batch: dict[str, Proposal] = {}  # fingerprint -> its first runnable call this turn
 
     def check(self, call: ToolCall, turn: int, offered: set[str]) -> Proposal:
-        arguments = json_object(call.arguments)  # the common call: an object as sent, read as parse_arguments reads it
-        parsed = _AS_SENT if arguments is not None else parse_arguments(call.arguments)
+        c = call.__dict__  # read once (each attribute of a pydantic instance goes through its `__getattr__` hook)
+        name, raw = c["name"], c["arguments"]
+        arguments = json_object(raw)  # the common call: an object as sent, read as parse_arguments reads it
+        parsed = _AS_SENT if arguments is not None else parse_arguments(raw)
         if arguments is None:
             arguments = parsed.value
         parse_error = parsed.error
-        tool = self.registry.get(call.name)
+        tool = self.registry.get(name)
         policy = self.policy if tool is not None and parse_error is None else None
         prepared = policy.prepare(tool, arguments) if policy is not None and policy.active else None  # type: ignore[arg-type]
         arguments = prepared.arguments if prepared else arguments
@@ -274,7 +276,7 @@ class ProposalChecker:
         if validated is not None and type(validated) is not ToolResult:
             arguments = normalised(validated)
         canonical = canonical_json(arguments)
-        fp = f"{tool.qualified_name if tool else call.name}:{canonical}"  # guard.fingerprint.fingerprint
+        fp = f"{tool.qualified_name if tool else name}:{canonical}"  # guard.fingerprint.fingerprint
         decision = self.repeats.check(fp, tool, turn) if tool else self.repeats.check_unknown(fp, turn)
         p = Proposal(call, turn, arguments, fp, tool, decision)  # no keyword: a class called with one builds a dict
         p.repair, p.canonical = parsed.repair, canonical
