@@ -78,7 +78,7 @@ def leave_out(level: int) -> None:
         RunStore.append_events = lambda self, run_id, events, **_: list(range(len(events)))  # type: ignore[method-assign]
     if level >= 3:
 
-        async def keep_nothing(*_: Any) -> None:
+        def keep_nothing(*_: Any) -> None:
             return None
 
         exchanges.TracedModel._keep = keep_nothing  # type: ignore[assignment,method-assign]

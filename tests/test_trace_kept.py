@@ -1,10 +1,12 @@
 """A traced `Agent.run` keeps its step events as their dicts too (hotpath/kept.py): the recorder
 commits them from the dicts (trace/lines.py), byte for byte the JSON of the events they build,
-at the same commit points as the run streamed, and with every event told when it fails."""
+before each wait as the run streamed (in larger batches where it never waits: nobody reads them
+before the run's end), and with every event told when it fails."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +18,10 @@ from loopwarden import Agent, Budgets, FunctionModel, LoopConfig, ModelReply, Us
 from loopwarden.events import Event, GuardVerdict, ModelCalled, ToolCallFinished, ToolCallProposed, UnknownEvent
 from loopwarden.hotpath.kept import KeptEvents
 from loopwarden.models.scripted import call
-from loopwarden.trace import rows
+from loopwarden.trace import recorder, rows
 from loopwarden.trace.exchanges import exchange_rows
 from loopwarden.trace.store import RunStore
-from loopwarden.trace.writer import MAX_BATCH
+from loopwarden.trace.writer import KEPT_BATCH, MAX_BATCH
 from test_kept_events import _deterministic, _same
 
 ODD = 'é ü 中文 🙂 "quoted" \\ back\tslash \u2028 \u2029 \x00 \x1f \x7f line\nbreak'
@@ -125,16 +127,21 @@ def _reader(rounds: int, *, waits: bool) -> FunctionModel:
     return FunctionModel(waiting if waits else reply)
 
 
-@pytest.mark.parametrize("waits", [False, True])
-def test_a_kept_run_commits_where_the_same_run_streamed_commits(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, waits: bool
+@pytest.mark.parametrize(("waits", "kept_batch"), [(False, None), (False, 300), (True, None)])
+def test_a_kept_run_commits_at_each_wait_and_in_larger_batches_than_a_streamed_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, waits: bool, kept_batch: int | None
 ) -> None:
-    """What is committed when does not change: a run that never waits commits a full batch
-    (MAX_BATCH events, the last of them built by the stamper so the recorder sees it) and the
-    rest at its end; one that waits on each call commits before each wait."""
+    """What is committed when: a run that waits on each call commits before each wait, kept or
+    streamed alike; one that never waits commits a full batch (the last event of it built by the
+    stamper, so the recorder sees it) and the rest at its end, a streamed run `MAX_BATCH` events
+    at a time and a kept one (nobody reads its events before its end) `KEPT_BATCH`: here all at
+    once, or 300 and the rest with the limit lowered. Either way the store holds the same rows'
+    contents: every event line and every exchange, byte for byte."""
     import loopwarden.tools
 
     monkeypatch.setattr(loopwarden.tools, "INLINE_LIMIT_S", 60.0)  # the quick tool never goes to a thread
+    if kept_batch is not None:
+        monkeypatch.setattr(recorder, "KEPT_BATCH", kept_batch)
     config = LoopConfig(budgets=Budgets(max_tool_rounds=100, max_model_calls=100))
     sizes: list[list[int]] = []
     append = RunStore.append_events
@@ -147,15 +154,40 @@ def test_a_kept_run_commits_where_the_same_run_streamed_commits(
 
     monkeypatch.setattr(RunStore, "append_events", counting)
     Agent(_reader(5, waits=waits), [read_lines]).run_sync("x")  # the tool known quick: run inline from then on
+    stores = {}
     for kept in (True, False):
         sizes.append([])
-        agent = Agent(_reader(90, waits=waits), [read_lines], config=config, trace=tmp_path / f"{kept}.db")
+        _deterministic(monkeypatch)
+        stores[kept] = RunStore(tmp_path / f"{kept}.db")
+        agent = Agent(_reader(90, waits=waits), [read_lines], config=config, trace=stores[kept])
         if kept:
             assert agent.run_sync("x", run_id="r").status == "completed"
         else:
             assert asyncio.run(_streamed(agent, "x", "r"))[-1].status == "completed"  # type: ignore[attr-defined]
-    assert sizes[0] == sizes[1] and sum(sizes[0]) > MAX_BATCH
-    assert (MAX_BATCH in sizes[0]) is not waits and (len(sizes[0]) > 90) is waits
+    told = sum(sizes[1])
+    assert sum(sizes[0]) == told > MAX_BATCH
+    if waits:
+        assert sizes[0] == sizes[1] and len(sizes[0]) > 90
+    else:
+        assert sizes[1] == [MAX_BATCH, told - MAX_BATCH]
+        assert sizes[0] == ([told] if kept_batch is None else [kept_batch, told - kept_batch])
+        assert told < KEPT_BATCH  # the default: a run of 90 steps that never waits commits once
+    # The same rows' contents but for the times: a commit reads the clock (the run row's
+    # `updated_at`), so commits at other points move the fake clock's later readings.
+    assert _untimed(stores[True]) == _untimed(stores[False])
+    for store in stores.values():
+        store.close()
+
+
+def _untimed(store: RunStore) -> tuple[list[Any], list[Any]]:
+    """A run's stored events and exchanges without their times and durations (read from the clock)."""
+    events = []
+    for seq, kind, _, data in _lines(store, "r"):
+        values = json.loads(data)
+        values.pop("ts"), values.pop("duration_ms", None), values.get("totals", {}).pop("duration_s", None)
+        events.append((seq, kind, values))
+    exchanges = [{key: value for key, value in row.items() if key != "ts"} for row in exchange_rows(store, "r")]
+    return events, exchanges
 
 
 def _failing(after: int) -> FunctionModel:

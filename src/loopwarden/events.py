@@ -398,7 +398,10 @@ class EventStamper:
             kept.append((cls, make, kind, self.run_id, seq, ts, *made_from))
             return None
         values, unset = make((kind, self.run_id, seq, ts), *made_from)
-        return self.record(cls, values, unset)
+        if kept is not None and len(kept) < self.kept_most:  # `record`, written out: once per step event
+            kept.append((cls, values, unset))
+            return None
+        return in_order(cls, values, unset)
 
     def take(self) -> int:
         """The next event's number, taken, for a caller keeping the event itself (`ending.keep_call`)."""

@@ -25,7 +25,7 @@ from ..events import Event, EventStamper, RunFinished, RunStarted
 from ..hotpath.kept import Told
 from .rows import open_run, update_status
 from .store import RunNotFound, RunStatus, RunStore
-from .writer import FIRST, MAX_BATCH, TOLD, Pump, Row, RunWriter, ends
+from .writer import FIRST, KEPT_BATCH, MAX_BATCH, TOLD, Pump, Row, RunWriter, ends
 
 
 class TraceRecorder:
@@ -60,12 +60,13 @@ class TraceRecorder:
         writer: RunWriter | None = None
         finished = False
         told: list[Told] = []  # what the run told since it last stopped (Pump appends, and `keep`'s record)
+        most = MAX_BATCH if keep is None else KEPT_BATCH  # nobody reads a kept run's events before its end
         if keep is not None:
             # The stamper keeps its dicts in `told`, in order with the events the run yields, and
             # builds the one that would make a full batch: the Pump stops there, as when built.
-            keep.kept, keep.kept_most = told, MAX_BATCH - 1
+            keep.kept, keep.kept_most = told, most - 1
         whole = keep is not None  # the caller takes each commit's events as one list (not a yield an event)
-        run = Pump(events, told, MAX_BATCH)
+        run = Pump(events, told, most)
         said: object = TOLD  # where the run stopped: TOLD, FIRST, what it waits on, or None while awaited
         try:
             while True:
