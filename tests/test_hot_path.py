@@ -8,13 +8,18 @@ from types import CoroutineType
 from typing import Annotated, Any
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 from pydantic import BaseModel, PlainSerializer, ValidationError
 
 from loopwarden.context import RunContext
 from loopwarden.events import EventStamper, GuardVerdict, ModelCalled, ToolCallFinished, Totals
-from loopwarden.guard.novelty import content_hash, content_key
+from loopwarden.guard.cycles import CycleDetector, tail_cycle
+from loopwarden.guard.ladder import Finding
+from loopwarden.guard.novelty import content_hash, content_key, novelty_of
 from loopwarden.models.base import Usage
 from loopwarden.proposals import normalised
+from loopwarden.state import CallRecord, RunState
 from loopwarden.tools import ToolResult, tool
 
 
@@ -843,3 +848,56 @@ def test_the_fused_turn_tells_what_the_general_turn_tells(monkeypatch: pytest.Mo
         (True, 0, True),
     ]
     assert finished[3].preview == '{"ok": true, "data": "d in turn 4"}'
+
+
+class _PlainCycles(CycleDetector):
+    """`CycleDetector.on_calls` the general way: the window trimmed at every call, and
+    `tail_cycle` (with its own first check, the slice searched) asked every time."""
+
+    def on_calls(self, turn: int, records: list[CallRecord], state: RunState) -> Finding | None:
+        news = novelty_of(state).total
+        counted = False
+        for record in records:
+            if not record.exempt:
+                self._sequence.append(record.fingerprint)
+                self._news.append(news)
+                self._tools[record.fingerprint] = record.tool
+                self._position += 1
+                counted = True
+        if not counted:
+            return None
+        sequence, kept = self._sequence, self.window + self.max_period
+        if len(sequence) > kept:
+            del sequence[:-kept]
+            del self._news[:-kept]
+        cycle = tail_cycle(sequence, self.max_period, self.min_repeats)
+        if cycle is None or news > self._news[-cycle.period]:
+            self._current = None
+            return None
+        return self._escalate(cycle, turn, self._news[-cycle.span], news)
+
+
+@given(
+    st.lists(
+        st.tuples(st.lists(st.tuples(st.sampled_from("ABCD"), st.booleans()), max_size=3), st.booleans()),
+        max_size=120,
+    ),
+    st.sampled_from([(8, 2), (3, 2), (4, 3)]),
+)
+@example([([(c, False)], False) for c in "BAABAABAABAA"], (8, 2))  # the last call also the one before it
+@example([([(c, False)], False) for c in "AB" * 60], (8, 2))  # a cycle longer than the window
+def test_the_cycle_detector_finds_what_the_general_way_finds(
+    turns: list[tuple[list[tuple[str, bool]], bool]], shape: tuple[int, int]
+) -> None:
+    """The cycle detector asks `tail_cycle` only when the last call recurs within a period, read
+    from where each call was last made, and trims its window now and then: every finding (and
+    None) is the one the general way makes, turn by turn, for any calls, exempt ones, turns of
+    several calls and novelty moving."""
+    max_period, min_repeats = shape
+    quick, plain = (kind(max_period=max_period, min_repeats=min_repeats) for kind in (CycleDetector, _PlainCycles))
+    states = (RunState(), RunState())
+    for turn, (calls, new) in enumerate(turns, 1):
+        records = [CallRecord(turn, "c", name, {}, f"{name}:{{}}", exempt=exempt) for name, exempt in calls]
+        for state in states:
+            novelty_of(state).text += new
+        assert quick.on_calls(turn, records, states[0]) == plain.on_calls(turn, records, states[1])

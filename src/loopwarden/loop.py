@@ -271,7 +271,8 @@ class Run:
         """Guard a reply's calls."""
         offered = set(self.last_offered)  # what the model was offered for this reply (_offered_now then)
         self.narrowed, self.forced_choice = set(), None
-        proposals = [self.checker.check(call, self.turn, offered) for call in calls]
+        alone = len(calls) == 1  # nothing in the turn to share a result with
+        proposals = [self.checker.check(call, self.turn, offered, alone) for call in calls]
         self.counts["tool_calls_proposed"] += len(proposals)
         return proposals
 

@@ -258,7 +258,8 @@ class ProposalChecker:
         self._batch_turn = -1
         self._batch: dict[str, Proposal] = {}  # fingerprint -> its first runnable call this turn
 
-    def check(self, call: ToolCall, turn: int, offered: set[str]) -> Proposal:
+    def check(self, call: ToolCall, turn: int, offered: set[str], alone: bool = False) -> Proposal:
+        """Guard one proposed call of this turn (`alone`: the turn's only call, with nothing to share)."""
         c = call.__dict__  # read once (each attribute of a pydantic instance goes through its `__getattr__` hook)
         name, raw = c["name"], c["arguments"]
         arguments = json_object(raw)  # the common call: an object as sent, read as parse_arguments reads it
@@ -293,7 +294,8 @@ class ProposalChecker:
             p.result = repeat_notice(decision.cached, decision.count, decision.first_turn)
         else:
             self._refuse_or_validate(p, parse_error, offered, prepared.refusal if prepared else None, validated)
-            self._share_within_turn(p)
+            if not alone:
+                self._share_within_turn(p)
         return p
 
     def _share_within_turn(self, p: Proposal) -> None:

@@ -331,8 +331,8 @@ class GuardSession:
         self._run = run
         check = run.checker.check
 
-        def checked(call: Any, turn: int, offered: set[str]) -> Proposal:
-            p = check(call, turn, offered)
+        def checked(call: Any, turn: int, offered: set[str], alone: bool = False) -> Proposal:
+            p = check(call, turn, offered, alone)
             self._state.proposals[call.id] = p
             return p
 

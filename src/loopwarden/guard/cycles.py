@@ -108,6 +108,8 @@ class CycleDetector(Detector):
         self._sequence: list[str] = []  # the most recent calls only
         self._news: list[int] = []  # the run's novelty when each of them was proposed
         self._position = 0  # calls seen in the run
+        self._seen_at: dict[str, int] = {}
+        """Each fingerprint's latest position: whether the last call recurs within a period."""
         self._tools: dict[str, str] = {}
         self._level: dict[tuple[str, ...], int] = {}
         self._last_seen: dict[tuple[str, ...], int] = {}
@@ -116,28 +118,31 @@ class CycleDetector(Detector):
         self._level_news: dict[tuple[str, ...], int] = {}  # novelty when a cycle last climbed
 
     def on_calls(self, turn: int, records: list[CallRecord], state: RunState) -> Finding | None:
-        news = novelty_of(state).total
-        counted = False
+        novelty = novelty_of(state)
+        news = novelty.results + novelty.text  # Novelty.total, without the property's call
+        seen_at, since, counted = self._seen_at, 0, False
         for record in records:
             if not record.exempt:
-                self._sequence.append(record.fingerprint)
+                fp = record.fingerprint
+                self._sequence.append(fp)
                 self._news.append(news)
-                self._tools[record.fingerprint] = record.tool
-                self._position += 1
+                self._tools[fp] = record.tool
+                self._position = position = self._position + 1
+                previous = seen_at.get(fp)
+                since = 0 if previous is None else position - previous  # calls since it was last made
+                seen_at[fp] = position
                 counted = True
         if not counted:
             return None
-        sequence, kept = self._sequence, self.window + self.max_period
-        if len(sequence) > kept:
+        sequence, kept, max_period = self._sequence, self.window + self.max_period, self.max_period
+        if len(sequence) > 2 * kept:  # trimmed now and then (the window is read through its last `kept`)
             del sequence[:-kept]
             del self._news[:-kept]
         # tail_cycle's own first check, made here (min_repeats >= 2): when the last call does not
-        # recur within a period, nothing can repeat
-        cycle = (
-            None
-            if sequence[-1] not in sequence[-self.max_period - 1 : -2]
-            else tail_cycle(sequence, self.max_period, self.min_repeats)
-        )
+        # recur within a period, nothing can repeat. Its last earlier place says so (no slice to
+        # make and search), unless that was the call just before: then an earlier one may be.
+        recurs = sequence[-1] in sequence[-max_period - 1 : -2] if since == 1 else 2 <= since <= max_period
+        cycle = tail_cycle(sequence[-kept:], max_period, self.min_repeats) if recurs else None
         if cycle is None or news > self._news[-cycle.period]:
             self._current = None  # no cycle, or its last period brought something new
             return None

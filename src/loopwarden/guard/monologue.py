@@ -45,7 +45,8 @@ class MonologueDetector(Detector):
         self._streak: list[str] = []
 
     def on_calls(self, turn: int, records: list[CallRecord], state: RunState) -> Finding | None:
-        self._streak = []
+        if self._streak:  # (not a new empty list every turn)
+            self._streak = []
         return None
 
     def on_text(self, turn: int, text: str, tools_offered: bool, state: RunState) -> Finding | None:

@@ -155,7 +155,7 @@ class Novelty:
     def observe_results(self, turn: int, records: list[CallRecord], state: RunState) -> None:
         """After a turn's results; call once per turn, before the detectors see them."""
         for record in records:
-            self.is_new(record)
+            self._observe(record)  # is_new's work
         checklist = state.checklist
         if checklist is not None and any(done == turn for done in checklist.done.values()):
             self.results += 1

@@ -84,9 +84,9 @@ class RepeatGuard:
         self._counts[fp] = self._counts.get(fp, 0) + 1
         count = self._climb(fp)
         self._first_turn.setdefault(fp, turn)
-        cached = self._known.get(fp)
         if count == 1:
             return _FIRST
+        cached = self._known.get(fp)
         rung = self.ladder.rung(count)
         if rung == Rung.NUDGE and count > self.ladder.nudge_at:
             rung = Rung.NONE  # the wrap-up instruction is given once; later repeats are just answered
