@@ -243,9 +243,10 @@ def batch_rows(
     row up to `ROW_BYTES`; beyond, the events and the exchanges are split evenly in order (every
     row holds an event: its key is its last; readers read a run's rows in order either way).
     SQLite builds a row's record in one allocation: one of a few hundred KB (a run that never
-    waits commits 256 events with their exchanges) was mapped fresh at each commit and faulted
-    in page by page while the record was copied into it (perf: ~600 of a run's ~700 minor faults
-    over a series were that copy in `sqlite3VdbeExec`; ~60 a run against ~12 in rows of 32 KB)."""
+    waits commits 256 events with their exchanges, a kept run up to 1,024) was mapped fresh at
+    each commit and faulted in page by page while the record was copied into it (perf: ~600 of a
+    run's ~700 minor faults over a series were that copy in `sqlite3VdbeExec`; ~60 a run against
+    ~12 in rows of 32 KB)."""
     size = sum(map(len, parts)) + sum(len(line) for _, line in exchanges)
     count = min(len(parts), size // ROW_BYTES + 1)
     n, m = len(parts), len(exchanges)
