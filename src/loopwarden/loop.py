@@ -220,7 +220,8 @@ class Run:
                     self._settle([record])
                     if self.scope.search is not None and (found := self._discovered([(tool, p.result)])) is not None:
                         yield found
-                    if (tool.terminal and p.result.ok) or self.state.checklist_complete:  # type: ignore[union-attr]
+                    state = self.state  # (checklist_complete asked only of a run with a checklist)
+                    if (tool.terminal and p.result.ok) or (state.checklist is not None and state.checklist_complete):  # type: ignore[union-attr]
                         async for event in self._end_phase(proposals):
                             yield event
                     else:
@@ -370,11 +371,16 @@ class Run:
         """Text detectors see every reply; with calls, their findings wait for the turn's results.
         True when a reply without calls was flagged: its findings are to be applied now. `r` is
         the reply's `__dict__`."""
-        self.turn_findings, self.text_flagged = [], False
+        if self.turn_findings:  # (an empty one stays: no new list a reply)
+            self.turn_findings = []
+        self.text_flagged = False
         text, calls = r["text"], r["tool_calls"]
         self.state.add_reply(self.turn, text or "", len(calls), bool(self.last_offered))
-        offered = self.last_offered
-        self.state.data[PENDING_TERMINAL] = [n for n in self._terminals if n in offered] if self._terminals else []
+        offered, data = self.last_offered, self.state.data
+        if self._terminals:
+            data[PENDING_TERMINAL] = [n for n in self._terminals if n in offered]
+        elif PENDING_TERMINAL not in data:  # no terminal tool: nothing is ever pending, one empty list a run
+            data[PENDING_TERMINAL] = []
         if text:
             self.novelty.observe_text(text)
         if not text and calls:

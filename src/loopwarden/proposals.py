@@ -80,16 +80,18 @@ class Proposal:
 
     @property
     def record(self) -> CallRecord:
-        tool = self.tool
+        tool, decision = self.tool, self.decision
+        call = self.call.__dict__  # read once (a pydantic instance's attributes go through its `__getattr__` hook)
+        answered = decision.cached is not None or self.shares is not None
         return CallRecord(  # by position, in field order: keywords to a class cost a dict each (half the cost)
             self.turn,
-            self.call.id,
-            tool.qualified_name if tool else self.call.name,
+            call["id"],
+            tool.qualified_name if tool else call["name"],
             self.arguments,
             self.fingerprint,
             self.result,
             self.attempts > 0,  # executed
-            self.cached,
+            answered and decision.action != "stopped",  # cached, without the property's call
             bool(tool and (tool.repeatable or tool.terminal)),  # exempt
             bool(tool and tool.side_effect == "write"),  # writes
         )

@@ -40,11 +40,13 @@ class Budgets:
 
     def exhausted(self, totals: Totals, elapsed: float) -> tuple[str, str] | None:
         """(stop_reason, message) for the first budget used up, checked before a model call."""
-        # Checked in this order; written out, as it runs before every model call.
-        if self.max_tool_rounds is not None and totals.tool_rounds >= self.max_tool_rounds:
-            return _spent("tool_round_budget", totals.tool_rounds, self.max_tool_rounds, "tool rounds")
-        if self.max_model_calls is not None and totals.model_calls >= self.max_model_calls:
-            return _spent("model_call_budget", totals.model_calls, self.max_model_calls, "model calls")
+        # Checked in this order; written out, as it runs before every model call. The counts read
+        # from the totals' own values once (a pydantic instance's attributes go through its hook).
+        counts = totals.__dict__
+        if self.max_tool_rounds is not None and counts["tool_rounds"] >= self.max_tool_rounds:
+            return _spent("tool_round_budget", counts["tool_rounds"], self.max_tool_rounds, "tool rounds")
+        if self.max_model_calls is not None and counts["model_calls"] >= self.max_model_calls:
+            return _spent("model_call_budget", counts["model_calls"], self.max_model_calls, "model calls")
         if self.max_tokens is not None and totals.total_tokens >= self.max_tokens:
             return _spent("token_budget", totals.total_tokens, self.max_tokens, "tokens")
         if self.max_seconds is not None and elapsed >= self.max_seconds:

@@ -109,6 +109,8 @@ def content_key(result: ToolResult) -> str:
     fields = result.__dict__
     data, message = fields["data"], fields["message"]
     if type(data) is str and message is None:  # the common result, as below with its two parts written out
+        if fields["ok"] is True and fields["error_type"] is None:  # the common success: its head is known
+            return _short_or_hash(f"(True, None, None, {_strip_text(data)!r})")
         return _short_or_hash(f"({fields['ok']!r}, {fields['error_type']!r}, None, {_strip_text(data)!r})")
     if type(data) in _KEY_SCALARS and (message is None or type(message) is str):
         # the tuple's repr, written out: no tuple, and no recursion guard (Py_ReprEnter) for it

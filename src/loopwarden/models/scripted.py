@@ -65,7 +65,8 @@ def _fresh_id(tool_call: ToolCall) -> ToolCall:
     fresh = f"call_{next(_call_ids)}"
     if type(tool_call) is not ToolCall:
         return tool_call.model_copy(update={"id": fresh})
-    return in_order(ToolCall, {"id": fresh, "name": tool_call.name, "arguments": tool_call.arguments})
+    c = tool_call.__dict__  # read once (a pydantic instance's attributes go through its `__getattr__` hook)
+    return in_order(ToolCall, {"id": fresh, "name": c["name"], "arguments": c["arguments"]})
 
 
 class ScriptedModel:
