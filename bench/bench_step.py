@@ -11,6 +11,7 @@ that part costs a step.
     python bench/bench_step.py --misses [--after smolagents]   # a run's cache misses after another's
 
     python bench/bench_step.py --function loopwarden.loop:Run._settle [--function ...]   # up to 5
+    python bench/bench_step.py --no-gc [...]   # the collector off in the counted process
 
 (needs valgrind; each count takes about a minute). `--run N` runs the scenario once in this
 process, the way callgrind runs it.
@@ -27,6 +28,11 @@ put behind a C trampoline of its own (one distinct C symbol each, up to five at 
 inclusive count of that symbol in a 260-step run less a 60-step run is read with `callgrind_annotate`.
 A counted call carries about 1,200 instructions of the trampoline, and one counted inside another
 adds about 4,000 to it. Sync functions only (a coroutine function would be counted making its coroutine).
+
+`--no-gc` turns the collector off in the counted process after its warm-up: a young collection
+otherwise falls in whichever function allocates then, and how many fall in the counted steps
+moves with what ran before them (one tree counted 304,600 and 314,000 a step minutes apart on
+4 December); with it off a tree's counts agree within a few hundred.
 
 `--gc` counts what CPython's young-generation counter (allocations of objects the collector
 knows, less those freed) rises by in a 30-step loopwarden run, right after a run of its own or of

@@ -379,7 +379,7 @@ def normalised(validated: BaseModel) -> Any:
     cls = type(validated)
     if cls is ArgumentsAsGiven:
         return validated.arguments  # type: ignore[attr-defined]
-    if _dumps_as_is(cls):
+    if _plain_models.get(cls) or _dumps_as_is(cls):  # (known once per class: its lookup without a call)
         return dict(validated.__dict__)  # what model_dump(mode="json") gives, without it
     if isinstance(validated, ArgumentsAsGiven):
         return validated.arguments

@@ -35,8 +35,7 @@ def refusal(tool: Tool, offered: Collection[str], roles: frozenset[str] | None) 
             f"{tool.wire_name} is not available in this step",
             user_action="use one of the tools you were offered",
         )
-    if not permits(tool, roles):
-        assert tool.roles is not None
+    if tool.roles is not None and not permits(tool, roles):  # (an open tool: no call to ask)
         return ToolResult.failure(
             "not_allowed",
             f"{tool.wire_name} requires one of the roles: {', '.join(sorted(tool.roles))}",
