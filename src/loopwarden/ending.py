@@ -188,7 +188,7 @@ async def call_model(run: Run, tool_names: list[str], choice: ToolChoice | None)
         ModelRequest,
         {
             "messages": list(run.messages),
-            "tools": run.agent.registry.openai_tools(tool_names),
+            "tools": run.checker.registry.openai_tools(tool_names),  # the agent's (not its property's read)
             "tool_choice": choice if tool_names else None,
             "max_tokens": run.config.max_output_tokens,
             "on_text": StreamWatch(run.on_text) if run.on_text is not None else None,

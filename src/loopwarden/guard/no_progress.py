@@ -89,7 +89,7 @@ class NoProgressDetector(Detector):
         if not fresh:
             return None  # all answered from the cache (the repeated-call ladder's case) or polling
         novelty = novelty_of(state)
-        progress, stale = self._checklist_moved(turn, state), False  # the outcomes seen
+        progress, stale = state.checklist is not None and self._checklist_moved(turn, state), False  # outcomes seen
         for record in fresh:
             if not record.executed:
                 stale = True  # a refusal (not offered, bad arguments) tells nothing new
