@@ -185,7 +185,7 @@ def test_a_result_whose_events_were_not_read_pickles_and_copies_with_them() -> N
 
 def test_a_calls_events_kept_as_one_item_count_and_build_as_three() -> None:
     """The loop's common turn keeps a call's proposed, verdict and finished events as one item
-    (ending.keep_call): the result still counts, numbers and orders every event."""
+    (step_events.keep_call): the result still counts, numbers and orders every event."""
     result = Agent(FunctionModel(_script()), [read]).run_sync("x", run_id="r")
     items = result.__dict__["_events"].items
     assert any(type(item) is tuple and not isinstance(item[0], type) and item[1] == 3 for item in items)

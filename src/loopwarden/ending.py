@@ -1,6 +1,6 @@
 """How a tool phase ends, and the run with it: a stop under its policy, one last answer with
 no tools offered, verification of that answer. Also the model call itself (with the budgets
-checked before it) and the events a run emits, shared by loop.py and this module."""
+checked before it) and the run's and phase's own events (a step's are in step_events.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from .config import ASSEMBLED_MARK, NO_CALLS_REQUEST, WRAP_UP_REQUEST
 from .events import (
     Event,
     GuardVerdict,
-    Head,
-    ModelCalled,
     ModelFailed,
     NudgeInjected,
     PhaseEnded,
@@ -22,16 +20,15 @@ from .events import (
     RunStarted,
     Status,
     StopPolicy,
-    ToolCallFinished,
-    ToolCallProposed,
     count_usage,
 )
 from .guard.budget import HARD_BUDGET_REASONS
 from .guard.ladder import Finding, Rung
 from .guard.repetition import ChantInStream, StreamWatch, chant
 from .hotpath.trusted import in_order
-from .models.base import ClientNote, ModelError, ModelReply, ModelRequest, ToolChoice, Usage
+from .models.base import ModelError, ModelReply, ModelRequest, ToolChoice, Usage
 from .proposals import Proposal
+from .step_events import model_event
 from .verify import first_failure, reinforcement
 
 if TYPE_CHECKING:
@@ -229,157 +226,6 @@ def _charge(run: Run, attempts: int, usage: Usage) -> None:
     count_usage(counts, usage)
     if run.config.budgets.prices:
         counts["cost"] += run.config.budgets.cost_of(run.agent.model.name, usage)
-
-
-# -- events --------------------------------------------------------------------------------------
-
-
-def model_event(run: Run, reply: ModelReply, r: dict[str, Any] | None = None) -> Event | None:
-    """The call's `model_called`; None when the run keeps it (`EventStamper.keep`). `r`: the
-    reply's `__dict__`, when the caller has read it."""
-    if r is None:  # read once (each attribute of a pydantic instance goes through its `__getattr__` hook)
-        r = reply.__dict__
-    # the reply's values as they are now (a model may hand back one reply object again, changed)
-    stamp = run.stamp
-    if stamp.later and (kept := stamp.kept) is not None:
-        # EventStamper.keep written out (no argument tuple to unpack into another), empty notes
-        # kept as None (one object less a step for the collector to walk while the run goes)
-        kept.append((ModelCalled, model_called_values, _CALLED, stamp.run_id, stamp.take(), time.time(), run.turn,
-                     r["model"] or run.agent.model.name, run.last_offered, run.last_choice, r["usage"], r["text"],
-                     len(r["tool_calls"]), run.last_call_ms, r["notes"] or None, r["attempts"]))  # fmt: skip
-        return None
-    return stamp.keep(
-        ModelCalled,
-        model_called_values,
-        run.turn,
-        r["model"] or run.agent.model.name,
-        run.last_offered,
-        run.last_choice,
-        r["usage"],
-        r["text"],
-        len(r["tool_calls"]),
-        run.last_call_ms,
-        r["notes"],
-        r["attempts"],
-    )
-
-
-def model_called_values(
-    head: Head,
-    turn: int,
-    model: str | None,
-    offered: list[str],
-    choice: ToolChoice | None,
-    usage: Usage,
-    text: str | None,
-    n_tool_calls: int,
-    duration_ms: float,
-    notes: list[ClientNote] | None,
-    attempts: int,
-) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """Every `model_called` field in field order, and the names given as defaults (`notes` None: none;
-    `offered` copied: the run's offer is one list while it stands, `Scope.offered`)."""
-    kind, run_id, seq, ts = head
-    values = {
-        "type": kind,
-        "run_id": run_id,
-        "seq": seq,
-        "ts": ts,
-        "turn": turn,
-        "model": model,
-        "tools_offered": list(offered),
-        "n_tools_offered": len(offered),
-        "tool_choice": choice,
-        "usage": usage,
-        "text": text,
-        "n_tool_calls": n_tool_calls,
-        "duration_ms": duration_ms,
-        "notes": [] if notes is None else notes,
-        "attempts": attempts,
-    }
-    return values, _TYPE
-
-
-def proposed_event(run: Run, p: Proposal) -> Event | None:
-    """The call's `tool_call_proposed`; None when the run keeps it (`EventStamper.keep`)."""
-    return run.stamp.keep(ToolCallProposed, proposed_values, p, run.turn)
-
-
-def proposed_values(head: Head, p: Proposal, turn: int) -> tuple[dict[str, Any], tuple[str, ...]]:
-    return p.proposed_fields(turn, head), _TYPE
-
-
-def verdict_event(run: Run, p: Proposal) -> Event | None:
-    """The call's `guard_verdict`; None when the run keeps it (`EventStamper.keep`)."""
-    return run.stamp.keep(GuardVerdict, verdict_values, p, run.turn)
-
-
-def verdict_values(head: Head, p: Proposal, turn: int) -> tuple[dict[str, Any], tuple[str, ...]]:
-    fields = p.verdict_fields(turn, head)
-    # evidence is given only when there is some (else the default)
-    return fields, _TYPE if fields["evidence"] else _TYPE_EVIDENCE
-
-
-def finished_values(
-    head: Head, p: Proposal, turn: int, checklist_done: list[str], content: str
-) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """Every `tool_call_finished` field in field order (`Run._finish`), and the names given as defaults."""
-    return p.result_fields(turn, head, checklist_done, content), _TYPE
-
-
-_TYPE, _TYPE_EVIDENCE = ("type",), ("type", "evidence")
-
-
-def keep_call(
-    run: Run, first: int, at: int, proposed_at: float, verdict_at: float, p: Proposal, done: list[str], content: str
-) -> None:
-    """A run that keeps its step events (`EventStamper.later`): the common turn's call told as
-    one kept item, its `tool_call_proposed` and `guard_verdict` numbered `first` and the next
-    (`EventStamper.take`) and timed `proposed_at` and `verdict_at` when `kept` held `at` items,
-    its `tool_call_finished` numbered and timed now: one tuple a call, not one an event (each
-    an object a young collection walks for as long as the run goes), and `done` kept as None
-    when empty (a list too). `call_events` makes the three when they are read. Were anything
-    told between them (nothing in the loop does), each is kept as `EventStamper.keep` keeps it."""
-    stamp = run.stamp
-    kept = stamp.kept
-    assert kept is not None
-    seq, finished_at = stamp.take(), time.time()
-    if seq == first + 2 and len(kept) == at:
-        kept.append((call_events, 3, stamp.run_id, first, proposed_at, verdict_at, finished_at, p, run.turn,
-                     done or None, content))  # fmt: skip
-        return
-    run_id, turn = stamp.run_id, run.turn
-    kept[at:at] = [
-        (ToolCallProposed, proposed_values, _PROPOSED, run_id, first, proposed_at, p, turn),
-        (GuardVerdict, verdict_values, _VERDICT, run_id, first + 1, verdict_at, p, turn),
-    ]
-    kept.append((ToolCallFinished, finished_values, _FINISHED, run_id, seq, finished_at, p, turn, done, content))
-
-
-def call_events(
-    run_id: str,
-    first: int,
-    proposed_at: float,
-    verdict_at: float,
-    finished_at: float,
-    p: Proposal,
-    turn: int,
-    done: list[str] | None,
-    content: str,
-) -> list[Event]:
-    """The three events `keep_call` kept, as `EventStamper.keep` would have made each."""
-    done_now = [] if done is None else done
-    finished = finished_values((_FINISHED, run_id, first + 2, finished_at), p, turn, done_now, content)
-    return [
-        in_order(ToolCallProposed, *proposed_values((_PROPOSED, run_id, first, proposed_at), p, turn)),
-        in_order(GuardVerdict, *verdict_values((_VERDICT, run_id, first + 1, verdict_at), p, turn)),
-        in_order(ToolCallFinished, *finished),
-    ]
-
-
-_CALLED, _PROPOSED, _VERDICT, _FINISHED = (
-    c.model_fields["type"].default for c in (ModelCalled, ToolCallProposed, GuardVerdict, ToolCallFinished)
-)
 
 
 def apply_findings(run: Run) -> Iterator[Event]:

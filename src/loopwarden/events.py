@@ -404,7 +404,7 @@ class EventStamper:
         return in_order(cls, values, unset)
 
     def take(self) -> int:
-        """The next event's number, taken, for a caller keeping the event itself (`ending.keep_call`)."""
+        """The next event's number, taken, for a caller keeping the event itself (`step_events.keep_call`)."""
         self._seq += 1
         return self._seq
 

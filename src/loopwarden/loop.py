@@ -5,7 +5,8 @@ verifier decides, and every step is yielded as an event.
         ...
 
 Read in order: events() (the tool phase's loop) → _check(), _proposed(), _execute(), _finished() → _end_phase() or
-_steer() (terminal tool, checklist, findings). How a phase ends and the model call live in ending.py.
+_steer() (terminal tool, checklist, findings). How a phase ends and the model call live in ending.py, a
+step's events in step_events.py.
 """
 
 from __future__ import annotations
@@ -30,13 +31,8 @@ from .ending import (
     final_answer,
     finish_with_answer,
     finished,
-    finished_values,
-    keep_call,
-    model_event,
     phase_event,
-    proposed_event,
     started_event,
-    verdict_event,
 )
 from .events import (
     Event,
@@ -63,6 +59,7 @@ from .policy.scope import Scope, request_text
 from .policy.slots import RunClock
 from .proposals import Proposal, ProposalChecker, first_stopped, terminal_result
 from .state import CallRecord, Checklist, RunState
+from .step_events import finished_values, keep_call, model_event, proposed_event, verdict_event
 from .tools import Tool, ToolResult
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ Kept: TypeAlias = "tuple[type[Event], dict[str, Any], tuple[str, ...]]"
 """A kept event: its class, the dict `in_order` builds it from, the names given as defaults. (An
 untraced run's are `(class, make, type, run_id, seq, ts, *made_from)`: `EventStamper.keep`; or a
 few events as one, `(make, how many, *made_from)`, `make(*made_from)` giving the list of them:
-`ending.keep_call`, a call's three events in the loop's common turn.)"""
+`step_events.keep_call`, a call's three events in the loop's common turn.)"""
 Told: TypeAlias = Union["Event", Kept]  # a string forward reference cannot use |
 """What a run that keeps its step events tells: an event, or a kept one (trace/lines.py writes either)."""
 
@@ -69,7 +69,7 @@ class KeptEvents:
                     events.append(item)
                 elif isinstance(item[0], type):
                     events.append(_built(*item))
-                else:  # (make, how many, *what they are made from): several events kept as one (ending.keep_call)
+                else:  # (make, how many, *what they are made from): several events kept as one (step_events.keep_call)
                     events += item[0](*item[2:])
             self.events = events
             self.items = self.events  # what they were made from (the steps' proposals) is freed
