@@ -16,12 +16,12 @@ import pytest
 from durable_kit import fresh_database
 from loopwarden import Agent, Budgets, FunctionModel, LoopConfig, ModelReply, Usage, tool
 from loopwarden.events import Event, GuardVerdict, ModelCalled, ToolCallFinished, ToolCallProposed, UnknownEvent
-from loopwarden.hotpath.kept import KeptEvents
+from loopwarden.hotpath.kept import KeptEvents, count_of
 from loopwarden.models.scripted import call
 from loopwarden.trace import recorder, rows
 from loopwarden.trace.exchanges import exchange_rows
 from loopwarden.trace.store import RunStore
-from loopwarden.trace.writer import KEPT_BATCH, MAX_BATCH
+from loopwarden.trace.writer import MAX_BATCH
 from test_kept_events import _deterministic, _same
 
 ODD = 'é ü 中文 🙂 "quoted" \\ back\tslash \u2028 \u2029 \x00 \x1f \x7f line\nbreak'
@@ -127,29 +127,33 @@ def _reader(rounds: int, *, waits: bool) -> FunctionModel:
     return FunctionModel(waiting if waits else reply)
 
 
-@pytest.mark.parametrize(("waits", "kept_batch"), [(False, None), (False, 300), (True, None)])
+@pytest.mark.parametrize(("waits", "kept_batch"), [(False, None), (False, 100), (True, None)])
 def test_a_kept_run_commits_at_each_wait_and_in_larger_batches_than_a_streamed_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, waits: bool, kept_batch: int | None
 ) -> None:
     """What is committed when: a run that waits on each call commits before each wait, kept or
     streamed alike; one that never waits commits a full batch (the last event of it built by the
     stamper, so the recorder sees it) and the rest at its end, a streamed run `MAX_BATCH` events
-    at a time and a kept one (nobody reads its events before its end) `KEPT_BATCH`: here all at
-    once, or 300 and the rest with the limit lowered. Either way the store holds the same rows'
-    contents: every event line and every exchange, byte for byte."""
+    at a time and a kept one (nobody reads its events before its end) `KEPT_BATCH` kept items (a
+    call's three events are one): here all at once, or 100 items and the rest with the limit
+    lowered. Either way the store holds the same rows' contents: every event line and every
+    exchange, byte for byte."""
     import loopwarden.tools
 
     monkeypatch.setattr(loopwarden.tools, "INLINE_LIMIT_S", 60.0)  # the quick tool never goes to a thread
     if kept_batch is not None:
         monkeypatch.setattr(recorder, "KEPT_BATCH", kept_batch)
     config = LoopConfig(budgets=Budgets(max_tool_rounds=100, max_model_calls=100))
-    sizes: list[list[int]] = []
+    sizes: list[list[int]] = []  # events a commit
+    items: list[list[int]] = []  # what the recorder was given a commit (a kept call's three events are one)
     append = RunStore.append_events
 
     def counting(self: RunStore, run_id: str, events: Any, **kwargs: Any) -> Any:
         done = append(self, run_id, events, **kwargs)
         if done is not None:
-            sizes[-1].append(len(events))
+            sizes[-1].append(count_of(events))
+            items[-1].append(len(events))
+            assert done == list(range(done[0], done[0] + count_of(events)))
         return done
 
     monkeypatch.setattr(RunStore, "append_events", counting)
@@ -157,6 +161,7 @@ def test_a_kept_run_commits_at_each_wait_and_in_larger_batches_than_a_streamed_o
     stores = {}
     for kept in (True, False):
         sizes.append([])
+        items.append([])
         _deterministic(monkeypatch)
         stores[kept] = RunStore(tmp_path / f"{kept}.db")
         agent = Agent(_reader(90, waits=waits), [read_lines], config=config, trace=stores[kept])
@@ -169,14 +174,71 @@ def test_a_kept_run_commits_at_each_wait_and_in_larger_batches_than_a_streamed_o
     if waits:
         assert sizes[0] == sizes[1] and len(sizes[0]) > 90
     else:
-        assert sizes[1] == [MAX_BATCH, told - MAX_BATCH]
-        assert sizes[0] == ([told] if kept_batch is None else [kept_batch, told - kept_batch])
-        assert told < KEPT_BATCH  # the default: a run of 90 steps that never waits commits once
+        assert sizes[1] == items[1] == [MAX_BATCH, told - MAX_BATCH]
+        assert len(items[0]) == (1 if kept_batch is None else 2)  # a run of 90 steps that never waits commits once
+        assert kept_batch is None or items[0][0] == kept_batch
+        assert sizes[0][0] > items[0][0]  # the calls' events kept three to an item
     # The same rows' contents but for the times: a commit reads the clock (the run row's
     # `updated_at`), so commits at other points move the fake clock's later readings.
     assert _untimed(stores[True]) == _untimed(stores[False])
     for store in stores.values():
         store.close()
+
+
+def test_a_kept_call_retried_in_its_turn_is_stored_in_order(
+    monkeypatch: pytest.MonkeyPatch, stores: tuple[RunStore, RunStore]
+) -> None:
+    """A quick tool that fails for a moment is retried in the loop's common turn: the run waits on
+    the retry, and the recorder commits what the run kept so far meanwhile (the call's proposed
+    and verdict events among them, kept one by one before the wait, step_events.keep_pair). The
+    stored lines are the built events' in order, and committed at the same points, as the same
+    run streamed stores them."""
+    from loopwarden import RetryPolicy
+
+    sizes: list[list[int]] = []  # events a commit, the kept run's then the streamed run's
+    cls = type(stores[0])  # Postgres' store is another class
+    append = cls.append_events
+
+    def counting(self: Any, run_id: str, events: Any, **kwargs: Any) -> Any:
+        done = append(self, run_id, events, **kwargs)
+        if done is not None and events:
+            sizes[-1].append(count_of(events))
+        return done
+
+    monkeypatch.setattr(cls, "append_events", counting)
+
+    failures: list[str] = []
+
+    @tool(blocking=False)
+    def flaky(path: str) -> str:
+        """Read a file over a link that drops now and then."""
+        if path not in failures:
+            failures.append(path)
+            raise ConnectionError(f"link down reading {path}")
+        return f"text of {path}"
+
+    def script() -> Any:
+        replies = iter([call("flaky", {"path": "a"}), call("flaky", {"path": "b"}), "done"])
+        return lambda request: next(replies, "done")
+
+    config = LoopConfig(retry=RetryPolicy(base_delay=0.001, jitter="none"))
+    kept_store, streamed_store = stores
+    _deterministic(monkeypatch)
+    sizes.append([])
+    result = Agent(FunctionModel(script()), [flaky], config=config, trace=kept_store).run_sync("x", run_id="r")
+    kept = result.events
+    finished = [e for e in kept if isinstance(e, ToolCallFinished)]
+    assert [(e.ok, e.attempts) for e in finished] == [(True, 2), (True, 2)]
+    assert [e.seq for e in kept] == list(range(1, len(kept) + 1))
+    assert _lines(kept_store, "r") == [(e.seq, e.type, e.ts, e.to_json()) for e in kept]
+
+    failures.clear()
+    _deterministic(monkeypatch)
+    agent = Agent(FunctionModel(script()), [flaky], config=config, trace=streamed_store)
+    sizes.append([])
+    _same(kept, asyncio.run(_streamed(agent, "x", "r")))
+    assert _untimed(kept_store) == _untimed(streamed_store)
+    assert sizes[0] == sizes[1] and len(sizes[0]) > 2  # a commit before each retry's wait, kept or streamed
 
 
 def _untimed(store: RunStore) -> tuple[list[Any], list[Any]]:

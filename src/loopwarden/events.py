@@ -339,11 +339,11 @@ class EventStamper:
         kept here as their dicts, with those yielded, and built when read (hotpath/kept.py)."""
         self.later = False
         """Whether `keep` may keep what an event's dict is made from, to make it when the event is
-        built: when nobody reads the kept events before then (untraced `Agent.run`; a traced
-        run's recorder writes the dicts at its next commit)."""
+        built: when nobody reads the kept events before then (`Agent.run`, untraced or traced: a
+        traced run's recorder makes the dicts to write them at its next commit, trace/lines.py)."""
         self.kept_most = sys.maxsize
-        """`record` keeps no dict once `kept` holds this many: the event is built and yielded (a
-        traced run's recorder ends a batch at an event it sees: trace/recorder.py)."""
+        """`record` and `keep` keep nothing once `kept` holds this many items: the event is built
+        and yielded (a traced run's recorder ends a batch at an event it sees: trace/recorder.py)."""
 
     def __call__(self, cls: type[E], **fields: Any) -> E:
         self._seq += 1

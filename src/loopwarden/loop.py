@@ -59,7 +59,7 @@ from .policy.scope import Scope, request_text
 from .policy.slots import RunClock
 from .proposals import Proposal, ProposalChecker, first_stopped, terminal_result
 from .state import CallRecord, Checklist, RunState
-from .step_events import finished_values, keep_call, model_event, proposed_event, verdict_event
+from .step_events import finished_values, keep_call, keep_pair, model_event, proposed_event, verdict_event
 from .tools import Tool, ToolResult
 
 if TYPE_CHECKING:
@@ -183,8 +183,9 @@ class Run:
                     # _steer do for it, in their order): no generator, coroutine or list of its own.
                     turn, tool, stamp = self.turn, p.tool, self.stamp
                     assert tool is not None and p.validated is not None
-                    if stamp.later and stamp.kept is not None:  # the call's three events kept as one (keep_call)
-                        at, first, proposed_at = len(stamp.kept), stamp.take(), time.time()
+                    if stamp.later and (kept := stamp.kept) is not None and len(kept) < stamp.kept_most:
+                        # the call's three events kept as one (keep_call); a traced run's full batch is told
+                        at, first, proposed_at = len(kept), stamp.take(), time.time()
                         stamp.take()
                         verdict_at = time.time()
                     else:
@@ -202,6 +203,9 @@ class Run:
                         began = time.perf_counter()  # Executor.run_inline, its `Execution` left out
                         done = self.executor.attempt_inline(tool, p.validated, began)
                         if type(done) is CoroutineType:  # to be retried
+                            if first:  # what the run kept may be committed while it waits (a traced run's)
+                                keep_pair(self, first, at, proposed_at, verdict_at, p)
+                                first = 0
                             self._executed(p, await done)
                         else:
                             self._ran(p, done, began)  # type: ignore[arg-type]

@@ -125,7 +125,7 @@ class Proposal:
             "call_id": call["id"],
             "tool": call["name"],
             "arguments": self.arguments,
-            "args_hash": self.args_hash,
+            "args_hash": hash_of_canonical(self.canonical),  # the property's, written out
             "raw_arguments": call["arguments"],
             "repaired": self.repair,
         }
@@ -146,7 +146,8 @@ class Proposal:
             reason = self.result.message or ""
             return _verdict(head, turn, self.refused_by, "refused", reason, call_id, name, count, [])
         else:
-            return _verdict(head, turn, "guard", "allowed", self._allowed_reason(), call_id, name, count, [])
+            reason = self._allowed_reason() if self.changed else "allowed"
+            return _verdict(head, turn, "guard", "allowed", reason, call_id, name, count, [])
         return _verdict(head, turn, DETECTOR, action, reason, call_id, name, count, [self.fingerprint])
 
     def _allowed_reason(self) -> str:

@@ -9,11 +9,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .events import Event, GuardVerdict, Head, ModelCalled, ToolCallFinished, ToolCallProposed
-from .hotpath.trusted import in_order
 from .models.base import ClientNote, ModelReply, ToolChoice, Usage
 from .proposals import Proposal
 
 if TYPE_CHECKING:
+    from .hotpath.kept import Kept
     from .loop import Run
 
 
@@ -24,7 +24,7 @@ def model_event(run: Run, reply: ModelReply, r: dict[str, Any] | None = None) ->
         r = reply.__dict__
     # the reply's values as they are now (a model may hand back one reply object again, changed)
     stamp = run.stamp
-    if stamp.later and (kept := stamp.kept) is not None:
+    if stamp.later and (kept := stamp.kept) is not None and len(kept) < stamp.kept_most:
         # EventStamper.keep written out (no argument tuple to unpack into another), empty notes
         # kept as None (one object less a step for the collector to walk while the run goes)
         kept.append((ModelCalled, model_called_values, _CALLED, stamp.run_id, stamp.take(), time.time(), run.turn,
@@ -121,25 +121,34 @@ def keep_call(
     (`EventStamper.take`) and timed `proposed_at` and `verdict_at` when `kept` held `at` items,
     its `tool_call_finished` numbered and timed now: one tuple a call, not one an event (each
     an object a young collection walks for as long as the run goes), and `done` kept as None
-    when empty (a list too). `call_events` makes the three when they are read. Were anything
+    when empty (a list too). `call_values` makes the three's dicts when they are written or read. Were anything
     told between them (nothing in the loop does), each is kept as `EventStamper.keep` keeps it."""
     stamp = run.stamp
     kept = stamp.kept
     assert kept is not None
     seq, finished_at = stamp.take(), time.time()
     if seq == first + 2 and len(kept) == at:
-        kept.append((call_events, 3, stamp.run_id, first, proposed_at, verdict_at, finished_at, p, run.turn,
+        kept.append((call_values, 3, stamp.run_id, first, proposed_at, verdict_at, finished_at, p, run.turn,
                      done or None, content))  # fmt: skip
         return
+    keep_pair(run, first, at, proposed_at, verdict_at, p)
     run_id, turn = stamp.run_id, run.turn
+    kept.append((ToolCallFinished, finished_values, _FINISHED, run_id, seq, finished_at, p, turn, done, content))
+
+
+def keep_pair(run: Run, first: int, at: int, proposed_at: float, verdict_at: float, p: Proposal) -> None:
+    """The call's `tool_call_proposed` and `guard_verdict` (numbered `first` and the next) kept
+    each as `EventStamper.keep` keeps it, where `kept` held `at` items: before the run waits on
+    the call (a retry), when a traced run's recorder may commit and clear what it kept."""
+    kept, run_id, turn = run.stamp.kept, run.stamp.run_id, run.turn
+    assert kept is not None
     kept[at:at] = [
         (ToolCallProposed, proposed_values, _PROPOSED, run_id, first, proposed_at, p, turn),
         (GuardVerdict, verdict_values, _VERDICT, run_id, first + 1, verdict_at, p, turn),
     ]
-    kept.append((ToolCallFinished, finished_values, _FINISHED, run_id, seq, finished_at, p, turn, done, content))
 
 
-def call_events(
+def call_values(
     run_id: str,
     first: int,
     proposed_at: float,
@@ -149,14 +158,18 @@ def call_events(
     turn: int,
     done: list[str] | None,
     content: str,
-) -> list[Event]:
-    """The three events `keep_call` kept, as `EventStamper.keep` would have made each."""
-    done_now = [] if done is None else done
-    finished = finished_values((_FINISHED, run_id, first + 2, finished_at), p, turn, done_now, content)
+) -> list[Kept]:
+    """The three events `keep_call` kept, each as its class, dict and unset (hotpath/kept.py), as
+    `EventStamper.keep` would have made them: the run's writer writes the dicts, `KeptEvents`
+    builds the events from them."""
+    # The values functions written out (a call and a tuple to unpack less an event: a traced run
+    # makes these at each commit).
+    verdict = p.verdict_fields(turn, (_VERDICT, run_id, first + 1, verdict_at))
+    finished = p.result_fields(turn, (_FINISHED, run_id, first + 2, finished_at), done or [], content)
     return [
-        in_order(ToolCallProposed, *proposed_values((_PROPOSED, run_id, first, proposed_at), p, turn)),
-        in_order(GuardVerdict, *verdict_values((_VERDICT, run_id, first + 1, verdict_at), p, turn)),
-        in_order(ToolCallFinished, *finished),
+        (ToolCallProposed, p.proposed_fields(turn, (_PROPOSED, run_id, first, proposed_at)), _TYPE),
+        (GuardVerdict, verdict, _TYPE if verdict["evidence"] else _TYPE_EVIDENCE),
+        (ToolCallFinished, finished, _TYPE),
     ]
 
 

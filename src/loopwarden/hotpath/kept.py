@@ -8,14 +8,15 @@ function that makes the dict and its `unset`, and the step's reply or proposal i
 the events yielded (run start, findings, the ending, ...) in the order they were made; the list of
 events is built on the first read of `result.events`: each dict made then and the event built from
 it by the same `in_order` call as a streamed run's: equal events, the same ids, numbers and times.
-A traced run's recorder keeps `(class, dict, unset)` instead (the dict made at once: it is stored
-at the next commit; `EventStamper.record`).
+A traced run's recorder keeps them the same way and makes each dict at its next commit, to write
+it (trace/lines.py); the events are still built only when read.
 
 tests/test_kept_events.py compares a run's kept events with the same run's events built at once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, Union, overload
 
 from .trusted import in_order
@@ -24,12 +25,15 @@ if TYPE_CHECKING:
     from ..events import Event
 
 Kept: TypeAlias = "tuple[type[Event], dict[str, Any], tuple[str, ...]]"
-"""A kept event: its class, the dict `in_order` builds it from, the names given as defaults. (An
-untraced run's are `(class, make, type, run_id, seq, ts, *made_from)`: `EventStamper.keep`; or a
-few events as one, `(make, how many, *made_from)`, `make(*made_from)` giving the list of them:
-`step_events.keep_call`, a call's three events in the loop's common turn.)"""
-Told: TypeAlias = Union["Event", Kept]  # a string forward reference cannot use |
-"""What a run that keeps its step events tells: an event, or a kept one (trace/lines.py writes either)."""
+"""A kept event: its class, the dict `in_order` builds it from, the names given as defaults. A
+run that keeps its step events until read (`EventStamper.later`: an `Agent.run`, traced or not)
+keeps `(class, make, type, run_id, seq, ts, *made_from)` instead (`EventStamper.keep`), or a few
+events as one, `(make, how many, run_id, first seq, *made_from)`, `make(run_id, first seq,
+*made_from)` giving each one's `Kept` (`step_events.keep_call`, a call's three events in the
+loop's common turn). `kept_values` makes the dicts of any of them."""
+Told: TypeAlias = Union["Event", "tuple[Any, ...]"]  # a string forward reference cannot use |
+"""What a run that keeps its step events tells: an event, or a kept item, `Kept` or one of the
+forms above (trace/lines.py writes any of them)."""
 
 
 def _built(cls: type[Event], values: Any, *rest: Any) -> Event:
@@ -39,6 +43,23 @@ def _built(cls: type[Event], values: Any, *rest: Any) -> Event:
         kind, run_id, seq, ts, *made_from = rest
         values, unset = values((kind, run_id, seq, ts), *made_from)
     return in_order(cls, values, unset)
+
+
+def kept_values(item: tuple[Any, ...]) -> list[Kept]:
+    """The class, dict and unset of each event a kept item stands for, the dicts made now."""
+    first = item[0]
+    if not isinstance(first, type):  # (make, how many, run_id, first seq, *made_from)
+        return first(*item[2:])  # type: ignore[no-any-return]
+    if type(item[1]) is dict:
+        return [item]
+    cls, make, kind, run_id, seq, ts, *made_from = item
+    values, unset = make((kind, run_id, seq, ts), *made_from)
+    return [(cls, values, unset)]
+
+
+def count_of(items: Sequence[Any]) -> int:
+    """How many events `items` stand for (a kept item may stand for several)."""
+    return sum(item[1] if type(item) is tuple and not isinstance(item[0], type) else 1 for item in items)
 
 
 class KeptEvents:
@@ -54,7 +75,7 @@ class KeptEvents:
     def __len__(self) -> int:
         if self.events is not None:
             return len(self.events)
-        return sum(item[1] if type(item) is tuple and not isinstance(item[0], type) else 1 for item in self.items)
+        return count_of(self.items)
 
     def __reduce__(self) -> tuple[type[KeptEvents], tuple[list[Event]]]:
         """Pickled (and deep-copied) as the events built: a kept step holds what its events are
@@ -70,7 +91,7 @@ class KeptEvents:
                 elif isinstance(item[0], type):
                     events.append(_built(*item))
                 else:  # (make, how many, *what they are made from): several events kept as one (step_events.keep_call)
-                    events += item[0](*item[2:])
+                    events += [in_order(*kept) for kept in item[0](*item[2:])]
             self.events = events
             self.items = self.events  # what they were made from (the steps' proposals) is freed
         return self.events

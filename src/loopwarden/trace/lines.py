@@ -1,13 +1,16 @@
 """A commit's events as the lines of its batch row: each event's JSON, the bytes of
-`Event.to_json()`, whether the run told the event built or kept it as its dict.
+`Event.to_json()`, whether the run told the event built or kept it (hotpath/kept.py).
 
 A traced `Agent.run` (nobody reads its events before the result) keeps the loop's per-step events
-as `(class, dict, unset)` (hotpath/kept.py) and the recorder commits them from there: each dict is
-written by a serializer made once per class from the class's own fields' schemas (a typed dict
-of the same fields, so every value goes through the very serializer the model's field has) and
-the event is built only if `result.events` is read. Writing the dict is what writing the event
-cost; building the instance (and handing it up through the run's generators) is what is saved.
-tests/test_trace_kept.py compares the lines with `to_json()` of the built events, byte for byte.
+as an untraced one does, as what makes their dicts (a call's three events as one item), and the
+recorder commits them from there: each dict is made at the commit, written by a serializer made
+once per class from the class's own fields' schemas (a typed dict of the same fields, so every
+value goes through the very serializer the model's field has) and dropped; the event is built
+(its dict made again) only if `result.events` is read. Writing the dict is what writing the event
+cost; building the instance (and handing it up through the run's generators) is what is saved,
+and so is keeping the dicts while the run goes (objects the collector walks).
+tests/test_trace_kept.py compares the lines with `to_json()` of the built events, byte for byte,
+and tests/test_trace_lines.py each kept form.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pydantic import BaseModel
 from pydantic_core import SchemaSerializer, core_schema
 
 from ..events import Event
-from ..hotpath.kept import Kept, Told
+from ..hotpath.kept import Kept, Told, kept_values
 from ..hotpath.trusted import in_order
 
 _TO_JSON, _MODEL_DUMP_JSON = Event.to_json, BaseModel.model_dump_json
@@ -123,33 +126,68 @@ def _kept_line(kept: Kept) -> bytes | str:
 
 
 def seq_of(item: Told) -> int:
+    """The number of the event `item` is (its first, a kept item that stands for several)."""
     if type(item) is tuple:
-        return item[1]["seq"]  # type: ignore[no-any-return]
+        if type(item[1]) is dict:
+            return item[1]["seq"]  # type: ignore[no-any-return]
+        return item[4] if isinstance(item[0], type) else item[3]  # type: ignore[no-any-return]
     return item.seq  # type: ignore[union-attr]
+
+
+def run_id_of(item: Told) -> str:
+    if type(item) is tuple:
+        if type(item[1]) is dict:
+            return item[1]["run_id"]  # type: ignore[no-any-return]
+        return item[3] if isinstance(item[0], type) else item[2]  # type: ignore[no-any-return]
+    return item.run_id  # type: ignore[union-attr]
 
 
 def numbered(items: Sequence[Told], run_id: str, first: int) -> list[Told]:
     """`items` numbered from `first` under `run_id`: those numbered otherwise (another writer of
-    the run, a stamper that started elsewhere) as copies, for the store only."""
+    the run, a stamper that started elsewhere) as copies, for the store only (a kept item that
+    stands for several events numbers them from its first)."""
     out: list[Told] = []
-    for seq, item in enumerate(items, first):
+    seq = first
+    for item in items:
         if type(item) is tuple:
-            cls, values, unset = item
-            if values["seq"] != seq or values["run_id"] != run_id:
-                item = (cls, {**values, "seq": seq, "run_id": run_id}, unset)
+            kind, made = item[0], item[1]
+            if type(made) is dict:  # (class, dict, unset)
+                if made["seq"] != seq or made["run_id"] != run_id:
+                    item = (kind, {**made, "seq": seq, "run_id": run_id}, item[2])
+                seq += 1
+            elif isinstance(kind, type):  # (class, make, type, run_id, seq, ts, *made_from)
+                if item[4] != seq or item[3] != run_id:
+                    item = (*item[:3], run_id, seq, *item[5:])
+                seq += 1
+            else:  # (make, how many, run_id, first seq, *made_from)
+                if item[3] != seq or item[2] != run_id:
+                    item = (kind, made, run_id, seq, *item[4:])
+                seq += made
         else:
             event: Event = item  # type: ignore[assignment]
             if event.seq != seq or event.run_id != run_id:
                 item = event.model_copy(update={"seq": seq, "run_id": run_id})
+            seq += 1
         out.append(item)
     return out
 
 
+def flat(items: Sequence[Told]) -> list[Told]:
+    """`items` with each kept item as the `Kept` of each event it stands for (its dicts made)."""
+    out: list[Told] = []
+    for item in items:
+        if type(item) is tuple:
+            out += kept_values(item)
+        else:
+            out.append(item)
+    return out
+
+
 def event_row(item: Told) -> tuple[int, str, float, str]:
-    """An event's number, type, time and JSON: its row of `events`."""
+    """An event's number, type, time and JSON: its row of `events` (a kept item of one event)."""
     if type(item) is tuple:
-        values = item[1]
-        line = _kept_line(item)
+        ((cls, values, unset),) = kept_values(item)
+        line = _kept_line((cls, values, unset))
         return values["seq"], values["type"], values["ts"], line if isinstance(line, str) else line.decode()
     event: Event = item  # type: ignore[assignment]
     return event.seq, event.type, event.ts, event.to_json()
@@ -160,27 +198,38 @@ def event_parts(events: Sequence[Told]) -> list[bytes] | None:
     subclass that writes its own). What pydantic's serializer writes never has one (it escapes
     every control character), so those events' bytes are taken as they come and nothing is
     searched for line breaks: a str per event and a count of the batch's line breaks were ~2 M
-    instructions of a traced 100-call run (bench_trace.py). A kept event (a tuple) is written
-    from its dict (`_kept_line`, written out here: a call an event less)."""
+    instructions of a traced 100-call run (bench_trace.py). A kept event is written from its
+    dict (`_kept_line`, written out here: a call an event less), made now from what it was kept
+    as (hotpath/kept.py) and dropped once written: the event is built from it again if read."""
     parts: list[bytes] = []
     writers, dict_writers = _WRITERS, _DICT_WRITERS
     for item in events:
         cls = type(item)
         line: bytes | str
         if cls is tuple:
-            kept: Kept = item  # type: ignore[assignment]
-            kind, values, unset = kept
-            found = dict_writers[kind] if kind in dict_writers else _dict_writer_of(kind)
-            if found is not None and len(values) == found[1]:
-                parts.append(found[0](values))
-                continue
-            line = _built_json(kind, values, unset)
-        else:
-            write = writers[cls] if cls in writers else _writer_of(cls)
-            if write is not None:
-                parts.append(write(item))  # what to_json() decodes
-                continue
-            line = item.to_json()  # type: ignore[union-attr]
+            kind, made = item[0], item[1]  # type: ignore[index]
+            if type(made) is dict:
+                many: Any = (item,)
+            elif isinstance(kind, type):  # (class, make, type, run_id, seq, ts, *made_from): the head is [2:6]
+                made, unset = made(item[2:6], *item[6:])  # type: ignore[index]
+                many = ((kind, made, unset),)
+            else:  # (make, how many, *made_from): each one's (class, dict, unset)
+                many = kind(*item[2:])  # type: ignore[index]
+            for kind, values, unset in many:
+                found = dict_writers[kind] if kind in dict_writers else _dict_writer_of(kind)
+                if found is not None and len(values) == found[1]:
+                    parts.append(found[0](values))
+                    continue
+                line = _built_json(kind, values, unset)
+                if "\n" in line:
+                    return None
+                parts.append(line.encode())
+            continue
+        write = writers[cls] if cls in writers else _writer_of(cls)
+        if write is not None:
+            parts.append(write(item))  # what to_json() decodes
+            continue
+        line = item.to_json()  # type: ignore[union-attr]
         if "\n" in line:
             return None
         parts.append(line.encode())

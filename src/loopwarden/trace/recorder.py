@@ -23,6 +23,7 @@ from typing import Any, overload
 
 from ..events import Event, EventStamper, RunFinished, RunStarted
 from ..hotpath.kept import Told
+from .lines import run_id_of
 from .rows import open_run, update_status
 from .store import RunNotFound, RunStatus, RunStore
 from .writer import FIRST, KEPT_BATCH, MAX_BATCH, TOLD, Pump, Row, RunWriter, ends
@@ -62,9 +63,11 @@ class TraceRecorder:
         told: list[Told] = []  # what the run told since it last stopped (Pump appends, and `keep`'s record)
         most = MAX_BATCH if keep is None else KEPT_BATCH  # nobody reads a kept run's events before its end
         if keep is not None:
-            # The stamper keeps its dicts in `told`, in order with the events the run yields, and
-            # builds the one that would make a full batch: the Pump stops there, as when built.
-            keep.kept, keep.kept_most = told, most - 1
+            # The stamper keeps its step events in `told` as what makes their dicts (hotpath/kept.py),
+            # in order with the events the run yields, and builds the one that would make a full
+            # batch: the Pump stops there, as when built. The commit writes each from its dict made
+            # then (trace/lines.py), and the run's result builds the events only if they are read.
+            keep.kept, keep.kept_most, keep.later = told, most - 1, True
         whole = keep is not None  # the caller takes each commit's events as one list (not a yield an event)
         run = Pump(events, told, most)
         said: object = TOLD  # where the run stopped: TOLD, FIRST, what it waits on, or None while awaited
@@ -123,7 +126,7 @@ class TraceRecorder:
         return writer
 
     def _writer(self, first: Told) -> RunWriter:
-        run_id = first[1]["run_id"] if type(first) is tuple else first.run_id  # type: ignore[union-attr]
+        run_id = run_id_of(first)
         writer = self.writer or RunWriter(self.store, run_id)
         writer.run_id = run_id
         writer.open(self._opening(first, run_id))  # the run row, in the first batch's transaction

@@ -15,9 +15,9 @@ from typing import Any
 from pydantic_core import to_json
 
 from ..errors import RunNotFound
-from ..hotpath.kept import Told
+from ..hotpath.kept import Told, count_of
 from .lines import event_lines as event_lines  # its home is trace/lines.py
-from .lines import event_parts, event_row, numbered, seq_of
+from .lines import event_parts, event_row, flat, numbered, seq_of
 from .records import FINAL_STATUSES, RunStatus, StoredEvent
 
 
@@ -184,11 +184,11 @@ def insert_events(
     On SQLite the row's key is its rowid, the run's number << 32 | its last event number
     (migration 7): no separate key b-tree to write a page of every commit. A run is numbered
     (`run_numbers`) by its first batch, whose insert finds no number and inserts nothing."""
-    now = time.time()
+    now, count = time.time(), count_of(events)
     if returning:
         row = tx.execute(
             "UPDATE runs SET last_seq = last_seq + ?, updated_at = ? WHERE id = ? RETURNING last_seq",
-            (len(events), now, run_id),
+            (count, now, run_id),
         ).fetchone()
     else:
         # The events come numbered by the run's stamper, which follows the store: when the run's
@@ -197,18 +197,18 @@ def insert_events(
         follows = seq_of(events[0]) - 1
         numbered_by_us = tx.execute(
             "UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ? AND last_seq = ?",
-            (follows + len(events), now, run_id, follows),
+            (follows + count, now, run_id, follows),
         ).rowcount
         if numbered_by_us:
-            row = {"last_seq": follows + len(events)}
+            row = {"last_seq": follows + count}
         else:
-            row = tx.execute("SELECT last_seq + ? AS last_seq FROM runs WHERE id = ?", (len(events), run_id)).fetchone()
+            row = tx.execute("SELECT last_seq + ? AS last_seq FROM runs WHERE id = ?", (count, run_id)).fetchone()
             if row is not None:
                 tx.execute("UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ?", (row["last_seq"], now, run_id))
     if row is None:
         raise RunNotFound(run_id)
     last = int(row["last_seq"])
-    first = last - len(events) + 1
+    first = last - count + 1
     told = numbered(events, run_id, first)
     parts = event_parts(told)
     if parts is not None:
@@ -224,7 +224,7 @@ def insert_events(
                     tx.execute("INSERT INTO run_numbers (run_id) VALUES (?)", (run_id,))  # its first batch
                     tx.execute(INSERT_NUMBERED_BATCH, (*values, run_id))
     else:
-        rows = [(run_id, *event_row(e)) for e in told]
+        rows = [(run_id, *event_row(e)) for e in flat(told)]
         tx.executemany(INSERT_EVENT, rows)
         if exchanges:
             insert_exchange_lines(tx, run_id, exchanges)

@@ -143,8 +143,8 @@ class RunStore:
             raise
         conn.execute("COMMIT")
         # Checkpointed in the background, never on this thread, by how much was written.
-        # `events` counted as rows: a batch of them is one row of as many bytes.
-        self._pages.committed(conn.total_changes - changes + len(events))
+        # The events counted as rows: a batch of them is one row of as many bytes.
+        self._pages.committed(conn.total_changes - changes + len(seqs))
         return seqs
 
     def close(self) -> None:

@@ -35,9 +35,10 @@ never waits is one whose model and tools answer at once: it finishes before anyo
 its events one by one; fewer, larger commits write fewer pages)."""
 KEPT_BATCH = 1024
 """`MAX_BATCH` for a run whose events nobody reads before its end (a traced `Agent.run`: the
-recorder is given the run's stamper, trace/recorder.py). Such a run holds all its events until
-its result anyway, so a larger batch costs no memory, and no one is kept waiting for the first
-ones: a run of a few hundred steps that never waits commits once, not every 256 events (each
+recorder is given the run's stamper, trace/recorder.py), counted in kept items (a call's three
+events kept as one, hotpath/kept.py). Such a run holds all its events until its result anyway,
+so a larger batch costs no memory, and no one is kept waiting for the first ones: a run of a few
+hundred steps that never waits commits once, not every 256 events (each
 commit rewrites the run's row, the header page and the last pages of the b-trees it adds to,
 and takes the locks again; ~0.1 ms of a 100-call run, bench/README.md, 4 December 2026)."""
 
