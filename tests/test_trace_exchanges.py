@@ -123,6 +123,31 @@ async def test_a_row_written_before_the_runs_row_holds_the_tools_the_next_rows_p
     assert [tools_from for _, tools_from in _rows(store, "alone")] == [None, None]
 
 
+async def test_a_message_list_handed_in_again_changed_is_stored_as_it_was_sent(opener: Any) -> None:
+    """The model keeps the previous request's list to find what the next one added: a caller that
+    hands the same list in again, appended to in place, has each request stored as it was sent
+    (the second whole, not as nothing added), and a new list after it is a delta again."""
+    store = opener()
+    store.create_run(run_id="same", kind="agent", status="running")
+    writer = RunWriter(store, "same")
+    writer.opened = True  # the run's row is there: the exchanges wait for the writer's commit
+    model = TracedModel(ScriptedModel(["one", "two", "three"]), store, "same", writer)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "q"}]
+    sent = []
+    for step in range(3):
+        request = ModelRequest.model_construct(messages=messages, tools=[], tool_choice="auto", max_tokens=None)
+        await model.complete(request)
+        sent.append(request.model_dump_json())  # as it was when sent
+        if step == 0:
+            messages.append({"role": "user", "content": "more"})  # the same list, changed in place
+        else:
+            messages = [*messages, {"role": "user", "content": "and more"}]  # a new list
+    await writer.flush()
+    assert [x.request.model_dump_json() for x in load_exchanges(opener(), "same")] == sent
+    prefixes = [row["prefix"] for row in exchange_rows(store, "same")]
+    assert prefixes == [0, 0, 2]  # the list handed in again stored whole; the new one a delta
+
+
 def _old_request_json(added: list[dict[str, Any]], tools: list[dict[str, Any]]) -> str:
     """A request as TracedModel wrote it before migration 5: the messages added, tool_choice, tools."""
     head = to_json({"messages": added, "tool_choice": "auto"}).decode()
