@@ -19,11 +19,13 @@ with the hash seed fixed. Load does not move these counts; they leave out what t
 (the WAL writes, the file locks), which wall and CPU time include. About a minute per count.
 
 With `--parts`, the instant model's traced run is measured with its parts left out one after
-another (each by monkeypatching, in this process only): the SQLite writes (the events' JSON still
-made), then the events' JSON too, then the model exchanges (their request and reply JSON and
-rows), then the recorder's hand-off (a plain `async for`); what is left against the untraced run
-is the per-run set-up (the traced model wrapping the model, the run's writer) and the plain
-pass-through. Each difference is that part's cost.
+another (each by monkeypatching, in this process only): the SQLite writes (the events' dicts and
+JSON still made), then the events' dicts and JSON too, then the model exchanges (their request
+and reply JSON and rows); what is left against the untraced run is the per-run set-up (the traced
+model wrapping the model, the run's writer) and the recorder's pass-through. Each difference is
+that part's cost. (A level that swapped the recorder for a plain `async for` was dropped on
+4 December 2026: a traced `Agent.run` keeps its step events as an untraced one does, and a plain
+recorder built every event, so its figure said nothing.)
 
 With `--tools N`, the agent offers N tools, `read_lines` and N - 1 others of the size an
 application's tools have (a docstring and four parameters), which the model never calls: every
@@ -50,24 +52,23 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from healthy_run import read_lines, reader
 
 from loopwarden import Agent, Budgets, LoopConfig, Tool, tool
-from loopwarden.trace import checkpoint, exchanges, recorder, rows
+from loopwarden.trace import checkpoint, exchanges, rows
 from loopwarden.trace.exchanges import exchange_rows, load_exchanges
 from loopwarden.trace.store import RunStore
 
-PARTS = ("traced", "no SQLite", "no events' JSON", "no exchanges", "plain recorder", "untraced")
+PARTS = ("traced", "no SQLite", "no events' JSON", "no exchanges", "untraced")
 """--parts: each leaves out what the one before it kept (see leave_out)."""
 
 
 def leave_out(level: int) -> None:
     """Leave out the first `level` parts of tracing (PARTS[1:]), for --parts."""
-    if level >= 1:  # the events' JSON made as a commit makes it, nothing written
+    if level >= 1:  # the events' dicts and JSON made as a commit makes them, nothing written
 
         def json_only(self: RunStore, run_id: str, events: list[Any], **_: Any) -> list[int]:
             rows.event_lines(events)  # as insert_events makes it
@@ -82,16 +83,6 @@ def leave_out(level: int) -> None:
             return None
 
         exchanges.TracedModel._keep = keep_nothing  # type: ignore[assignment,method-assign]
-    if level >= 4:
-
-        async def plain(self: Any, events: AsyncIterator[Any], keep: Any = None) -> AsyncIterator[Any]:
-            if keep is None:
-                async for event in events:
-                    yield event
-            else:  # Agent.run takes a traced run's events a commit at a time: here all at once
-                yield [event async for event in events]
-
-        recorder.TraceRecorder.record = plain  # type: ignore[method-assign]
 
 
 def offered(count: int) -> list[Tool]:
