@@ -8,7 +8,7 @@ from typing import Any
 from loopwarden import Agent, FunctionModel
 from loopwarden.events import Event
 from loopwarden.hotpath.kept import count_of
-from loopwarden.trace.lines import event_parts, event_row, flat, numbered, run_id_of, seq_of
+from loopwarden.trace.lines import event_parts, event_row, flat, head_of, numbered
 from test_kept_events import _script, read
 
 
@@ -27,8 +27,7 @@ def test_kept_items_are_written_as_the_json_of_the_events_they_build() -> None:
     assert event_parts(items) == [event.to_json().encode() for event in events]
     assert [event_row(item) for item in flat(items)] == [(e.seq, e.type, e.ts, e.to_json()) for e in events]
     firsts = [event for event, _ in _firsts(items, events)]
-    assert [seq_of(item) for item in items] == [event.seq for event in firsts]
-    assert [run_id_of(item) for item in items] == ["r"] * len(items)
+    assert [head_of(item) for item in items] == [("r", event.seq) for event in firsts]
 
 
 def test_kept_items_numbered_otherwise_are_written_as_their_events_copied() -> None:
@@ -38,7 +37,7 @@ def test_kept_items_numbered_otherwise_are_written_as_their_events_copied() -> N
         renumbered = numbered(items, run_id, first)
         expected = [e.model_copy(update={"seq": first + i, "run_id": run_id}) for i, e in enumerate(events)]
         assert event_parts(renumbered) == [event.to_json().encode() for event in expected]
-        assert [seq_of(item) for item in renumbered] == [e.seq for e, _ in _firsts(renumbered, expected)]
+        assert [head_of(item) for item in renumbered] == [(run_id, e.seq) for e, _ in _firsts(renumbered, expected)]
         if (run_id, first) == ("r", 1):
             assert all(a is b for a, b in zip(renumbered, items, strict=True))  # nothing copied
     assert event_parts(items) == [event.to_json().encode() for event in events]  # the originals unchanged

@@ -125,7 +125,7 @@ class Proposal:
             "call_id": call["id"],
             "tool": call["name"],
             "arguments": self.arguments,
-            "args_hash": hash_of_canonical(self.canonical),  # the property's, written out
+            "args_hash": self.args_hash,
             "raw_arguments": call["arguments"],
             "repaired": self.repair,
         }
@@ -146,8 +146,7 @@ class Proposal:
             reason = self.result.message or ""
             return _verdict(head, turn, self.refused_by, "refused", reason, call_id, name, count, [])
         else:
-            reason = self._allowed_reason() if self.changed else "allowed"
-            return _verdict(head, turn, "guard", "allowed", reason, call_id, name, count, [])
+            return _verdict(head, turn, "guard", "allowed", self._allowed_reason(), call_id, name, count, [])
         return _verdict(head, turn, DETECTOR, action, reason, call_id, name, count, [self.fingerprint])
 
     def _allowed_reason(self) -> str:

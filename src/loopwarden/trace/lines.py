@@ -125,21 +125,16 @@ def _kept_line(kept: Kept) -> bytes | str:
     return _built_json(cls, values, unset)
 
 
-def seq_of(item: Told) -> int:
-    """The number of the event `item` is (its first, a kept item that stands for several)."""
+def head_of(item: Told) -> tuple[str, int]:
+    """The run id and number of the event `item` is (its first, a kept item that stands for several)."""
     if type(item) is tuple:
-        if type(item[1]) is dict:
-            return item[1]["seq"]  # type: ignore[no-any-return]
-        return item[4] if isinstance(item[0], type) else item[3]  # type: ignore[no-any-return]
-    return item.seq  # type: ignore[union-attr]
-
-
-def run_id_of(item: Told) -> str:
-    if type(item) is tuple:
-        if type(item[1]) is dict:
-            return item[1]["run_id"]  # type: ignore[no-any-return]
-        return item[3] if isinstance(item[0], type) else item[2]  # type: ignore[no-any-return]
-    return item.run_id  # type: ignore[union-attr]
+        made = item[1]
+        if type(made) is dict:  # (class, dict, unset)
+            return made["run_id"], made["seq"]
+        if isinstance(item[0], type):  # (class, make, type, run_id, seq, ts, *made_from)
+            return item[3], item[4]
+        return item[2], item[3]  # (make, how many, run_id, first seq, *made_from)
+    return item.run_id, item.seq  # type: ignore[union-attr]
 
 
 def numbered(items: Sequence[Told], run_id: str, first: int) -> list[Told]:
@@ -186,8 +181,8 @@ def flat(items: Sequence[Told]) -> list[Told]:
 def event_row(item: Told) -> tuple[int, str, float, str]:
     """An event's number, type, time and JSON: its row of `events` (a kept item of one event)."""
     if type(item) is tuple:
-        ((cls, values, unset),) = kept_values(item)
-        line = _kept_line((cls, values, unset))
+        (kept,) = kept_values(item)
+        values, line = kept[1], _kept_line(kept)
         return values["seq"], values["type"], values["ts"], line if isinstance(line, str) else line.decode()
     event: Event = item  # type: ignore[assignment]
     return event.seq, event.type, event.ts, event.to_json()

@@ -23,7 +23,7 @@ from typing import Any, overload
 
 from ..events import Event, EventStamper, RunFinished, RunStarted
 from ..hotpath.kept import Told
-from .lines import run_id_of
+from .lines import head_of
 from .rows import open_run, update_status
 from .store import RunNotFound, RunStatus, RunStore
 from .writer import FIRST, KEPT_BATCH, MAX_BATCH, TOLD, Pump, Row, RunWriter, ends
@@ -126,7 +126,7 @@ class TraceRecorder:
         return writer
 
     def _writer(self, first: Told) -> RunWriter:
-        run_id = run_id_of(first)
+        run_id = head_of(first)[0]
         writer = self.writer or RunWriter(self.store, run_id)
         writer.run_id = run_id
         writer.open(self._opening(first, run_id))  # the run row, in the first batch's transaction

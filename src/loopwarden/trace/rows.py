@@ -17,7 +17,7 @@ from pydantic_core import to_json
 from ..errors import RunNotFound
 from ..hotpath.kept import Told, count_of
 from .lines import event_lines as event_lines  # its home is trace/lines.py
-from .lines import event_parts, event_row, flat, numbered, seq_of
+from .lines import event_parts, event_row, flat, head_of, numbered
 from .records import FINAL_STATUSES, RunStatus, StoredEvent
 
 
@@ -194,7 +194,7 @@ def insert_events(
         # The events come numbered by the run's stamper, which follows the store: when the run's
         # row is at the number before the first, one UPDATE that checks so (in this write
         # transaction) numbers them as reading it first would; else it is read.
-        follows = seq_of(events[0]) - 1
+        follows = head_of(events[0])[1] - 1
         numbered_by_us = tx.execute(
             "UPDATE runs SET last_seq = ?, updated_at = ? WHERE id = ? AND last_seq = ?",
             (follows + count, now, run_id, follows),
